@@ -1,0 +1,52 @@
+/**
+ * API token format (DESIGN.md §4): `wh_` + base62(32 random bytes) + 6-char base62 CRC32 of the random part.
+ * The checksum lets us reject typos and foreign strings without a database lookup (and lets secret scanners
+ * recognise our tokens). Tokens are stored as SHA-256 hex; the display prefix is the first 10 characters.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import type { TokenRecord, TokensRepo } from '../db/tokens.ts';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+export const TOKEN_PREFIX = 'wh_';
+const BODY_LENGTH = 43; // ceil(256 bits / log2(62))
+const CHECK_LENGTH = 6;
+
+function base62(n: bigint, width: number): string {
+  let out = '';
+  while (n > 0n) {
+    out = ALPHABET[Number(n % 62n)]! + out;
+    n /= 62n;
+  }
+  return out.padStart(width, '0');
+}
+
+function checksum(body: string): string {
+  return base62(BigInt(crc32(body)), CHECK_LENGTH);
+}
+
+/** A new random token string. */
+export function generateToken(): string {
+  const body = base62(BigInt('0x' + randomBytes(32).toString('hex')), BODY_LENGTH);
+  return TOKEN_PREFIX + body + checksum(body);
+}
+
+/** True when `token` has our shape and a matching checksum (it may still be unknown or revoked). */
+export function isWellFormedToken(token: string): boolean {
+  if (!token.startsWith(TOKEN_PREFIX) || token.length !== TOKEN_PREFIX.length + BODY_LENGTH + CHECK_LENGTH) return false;
+  const body = token.slice(TOKEN_PREFIX.length, TOKEN_PREFIX.length + BODY_LENGTH);
+  if (!/^[0-9A-Za-z]+$/.test(body)) return false;
+  return checksum(body) === token.slice(TOKEN_PREFIX.length + BODY_LENGTH);
+}
+
+/** SHA-256 hex of the whole token: the only form kept at rest. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Creates and stores a token for `userId`; returns the record and the token, which is never retrievable again. */
+export function issueToken(tokens: TokensRepo, userId: string, name: string): { record: TokenRecord; token: string } {
+  const token = generateToken();
+  const record = tokens.insert({ id: randomUUID(), userId, name, prefix: token.slice(0, 10), hash: hashToken(token) });
+  return { record, token };
+}

@@ -1,0 +1,72 @@
+/**
+ * Opens the service's SQLite database: pragmas for durability (WAL + synchronous=FULL), foreign keys,
+ * a 5 s busy timeout, and the ordered migrations in `migrations.ts` (one transaction each, tracked by user_version).
+ * Refuses files that are not SQLite or were written by a newer Switchboard, without touching them.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { migrations } from './migrations.ts';
+
+export type Db = Database.Database;
+
+/** Thrown when the file at `file` cannot be used as this service's database; the file is left as it was. */
+export class DatabaseOpenError extends Error {
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super(message);
+    this.name = 'DatabaseOpenError';
+  }
+}
+
+const APPLICATION_ID = 0x53574244; // "SWBD"
+
+/**
+ * Opens (creating if missing) the database at `file` and brings its schema up to date.
+ * @throws DatabaseOpenError for a corrupt or foreign file, or a schema newer than this build.
+ */
+export function openDatabase(file: string): Db {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const existed = fs.existsSync(file) && fs.statSync(file).size > 0;
+  let db: Db;
+  try {
+    db = new Database(file, { fileMustExist: false });
+  } catch (err) {
+    throw new DatabaseOpenError(`Cannot open database ${file}: ${(err as Error).message}`, file);
+  }
+  try {
+    // Reading the schema fails fast on a file that is not a database ("file is not a database").
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (existed && appId !== APPLICATION_ID) {
+      const tables = db.prepare(`SELECT count(*) AS n FROM sqlite_master`).get() as { n: number };
+      if (tables.n > 0) throw new Error('it is a SQLite database of another application');
+    }
+    if (version > migrations.length) {
+      throw new Error(`its schema version ${version} is newer than this build supports (${migrations.length})`);
+    }
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    for (let v = version; v < migrations.length; v++) {
+      db.transaction(() => {
+        db.exec(migrations[v]!);
+        db.pragma(`user_version = ${v + 1}`);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+      })();
+    }
+    return db;
+  } catch (err) {
+    db.close();
+    if (err instanceof DatabaseOpenError) throw err;
+    throw new DatabaseOpenError(`Cannot use ${file} as the Switchboard database: ${(err as Error).message}`, file);
+  }
+}
+
+/** Current time as an ISO 8601 UTC string, the format of every stored `*_at` column. */
+export function nowIso(): string {
+  return new Date().toISOString();
+}

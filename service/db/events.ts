@@ -1,0 +1,60 @@
+/**
+ * Events table: the per-user event log. Each user's events carry a gap-free, monotonic `seq`
+ * taken from `users.last_event_seq` in the same transaction as the row.
+ */
+import type { Db } from './database.ts';
+import { nowIso } from './database.ts';
+
+/** One logged event, as streamed on the WebSocket (interface-spec §6.1 plus `seq`). */
+export interface LoggedEvent {
+  seq: number;
+  event: string;
+  connectionId: string | null;
+  payload: Record<string, unknown>;
+  timestamp: string;
+}
+
+export type EventsRepo = ReturnType<typeof eventsRepo>;
+
+export function eventsRepo(db: Db) {
+  const q = {
+    nextSeq: db.prepare(`UPDATE users SET last_event_seq = last_event_seq + 1 WHERE id = ? RETURNING last_event_seq AS seq`),
+    insert: db.prepare(
+      `INSERT INTO events (user_id, seq, connection_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    after: db.prepare(
+      `SELECT seq, type, connection_id, payload, created_at FROM events WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    lastSeq: db.prepare(`SELECT last_event_seq AS seq FROM users WHERE id = ?`),
+  };
+  return {
+    /** Appends one event for `userId`; call inside the transaction that stores what caused it. */
+    append(userId: string, connectionId: string | null, event: string, payload: Record<string, unknown>): LoggedEvent {
+      const row = q.nextSeq.get(userId) as { seq: number } | undefined;
+      if (!row) throw new Error(`unknown user ${userId}`);
+      const timestamp = nowIso();
+      q.insert.run(userId, row.seq, connectionId, event, JSON.stringify(payload), timestamp);
+      return { seq: row.seq, event, connectionId, payload, timestamp };
+    },
+    /** Up to `limit` events of the user with seq > `after`, in order. */
+    after(userId: string, after: number, limit: number): LoggedEvent[] {
+      const rows = q.after.all(userId, after, limit) as Array<{
+        seq: number;
+        type: string;
+        connection_id: string | null;
+        payload: string;
+        created_at: string;
+      }>;
+      return rows.map((r) => ({
+        seq: r.seq,
+        event: r.type,
+        connectionId: r.connection_id,
+        payload: JSON.parse(r.payload) as Record<string, unknown>,
+        timestamp: r.created_at,
+      }));
+    },
+    lastSeq(userId: string): number {
+      return (q.lastSeq.get(userId) as { seq: number } | undefined)?.seq ?? 0;
+    },
+  };
+}

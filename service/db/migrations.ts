@@ -1,0 +1,121 @@
+/**
+ * Schema migrations for the service database, applied in order inside one transaction each.
+ * `PRAGMA user_version` records how many have been applied; never edit a shipped migration, append a new one.
+ */
+export const migrations: readonly string[] = [
+  /* 1: users, tokens, connections, Baileys auth state, chats, contacts, messages, event log, settings */ `
+  CREATE TABLE users (
+    id             TEXT PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    email          TEXT,
+    subject        TEXT UNIQUE,               -- identity-provider "iss|sub" for JWT users
+    disabled       INTEGER NOT NULL DEFAULT 0,
+    last_event_seq INTEGER NOT NULL DEFAULT 0, -- per-user event log counter
+    created_at     TEXT NOT NULL
+  );
+
+  CREATE TABLE api_tokens (
+    id           TEXT PRIMARY KEY,
+    user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    prefix       TEXT NOT NULL,               -- display prefix, e.g. "wh_4f9Kx2"
+    hash         TEXT NOT NULL UNIQUE,        -- SHA-256 hex of the whole token
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+  );
+  CREATE INDEX api_tokens_user ON api_tokens(user_id);
+
+  CREATE TABLE connections (
+    id            TEXT PRIMARY KEY,
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name          TEXT,
+    worker_id     TEXT NOT NULL,
+    session_name  TEXT NOT NULL UNIQUE,
+    phone_number  TEXT,                       -- "+<digits>" once linked
+    jid           TEXT,                       -- own PN JID "<digits>@s.whatsapp.net"
+    lid           TEXT,                       -- own LID "<digits>@lid"
+    push_name     TEXT,
+    status        TEXT NOT NULL,
+    status_reason TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+  );
+  CREATE INDEX connections_user ON connections(user_id, created_at);
+
+  -- Baileys AuthenticationCreds as one BufferJSON document per connection.
+  CREATE TABLE auth_creds (
+    connection_id TEXT PRIMARY KEY REFERENCES connections(id) ON DELETE CASCADE,
+    creds         TEXT NOT NULL
+  );
+  -- Baileys SignalKeyStore: one row per (type, id), value BufferJSON text.
+  CREATE TABLE auth_keys (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    type          TEXT NOT NULL,
+    id            TEXT NOT NULL,
+    value         TEXT NOT NULL,
+    PRIMARY KEY (connection_id, type, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE chats (
+    connection_id   TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    id              TEXT NOT NULL,            -- chat JID, phone-number JID where the mapping is known
+    lid             TEXT,
+    name            TEXT,
+    is_group        INTEGER NOT NULL DEFAULT 0,
+    unread          INTEGER NOT NULL DEFAULT 0,
+    last_ts         INTEGER,
+    last_body       TEXT,
+    last_from_me    INTEGER,
+    PRIMARY KEY (connection_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX chats_recent ON chats(connection_id, last_ts DESC);
+
+  CREATE TABLE contacts (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    jid           TEXT NOT NULL,
+    lid           TEXT,
+    name          TEXT,                       -- address-book name
+    push_name     TEXT,                       -- name the contact chose
+    phone_number  TEXT,
+    is_group      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (connection_id, jid)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE messages (
+    connection_id    TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    id               TEXT NOT NULL,           -- "<fromMe>_<chatId>_<key.id>"
+    chat_id          TEXT NOT NULL,
+    key_id           TEXT NOT NULL,
+    from_me          INTEGER NOT NULL,
+    timestamp        INTEGER NOT NULL,        -- unix seconds
+    sender_jid       TEXT NOT NULL,
+    sender_push_name TEXT NOT NULL DEFAULT '',
+    type             TEXT NOT NULL,
+    text             TEXT NOT NULL DEFAULT '',
+    quoted_id        TEXT,
+    media            TEXT,                    -- JSON MessageMedia or NULL
+    ack              INTEGER,                 -- WAMessageStatus (0 error … 5 played) for own messages
+    raw              BLOB,                    -- proto.WebMessageInfo bytes, for retries and quoting
+    PRIMARY KEY (connection_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX messages_page ON messages(connection_id, chat_id, timestamp DESC, id DESC);
+  CREATE INDEX messages_key ON messages(connection_id, key_id);
+
+  CREATE TABLE events (
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    seq           INTEGER NOT NULL,
+    connection_id TEXT,
+    type          TEXT NOT NULL,
+    payload       TEXT NOT NULL,              -- JSON
+    created_at    TEXT NOT NULL,
+    PRIMARY KEY (user_id, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX events_created ON events(created_at);
+
+  CREATE TABLE settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL                       -- JSON
+  ) WITHOUT ROWID;
+  `,
+];

@@ -1,0 +1,74 @@
+/**
+ * API tokens table. Only the SHA-256 of a token is stored, with a short display prefix; the token itself
+ * is shown once at creation (see auth/api-tokens.ts for the format).
+ */
+import type { Db } from './database.ts';
+import { nowIso } from './database.ts';
+
+/** A token record as the API lists it (never the token or its hash). */
+export interface TokenRecord {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+interface RawRow {
+  id: string;
+  user_id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+const toRecord = (r: RawRow): TokenRecord => ({
+  id: r.id,
+  name: r.name,
+  prefix: r.prefix,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+});
+
+export type TokensRepo = ReturnType<typeof tokensRepo>;
+
+export function tokensRepo(db: Db) {
+  const q = {
+    insert: db.prepare(
+      `INSERT INTO api_tokens (id, user_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    byHash: db.prepare(`SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL`),
+    get: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
+    listActive: db.prepare(`SELECT * FROM api_tokens WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, id`),
+    revoke: db.prepare(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
+    touch: db.prepare(`UPDATE api_tokens SET last_used_at = ? WHERE id = ?`),
+  };
+  return {
+    insert(t: { id: string; userId: string; name: string; prefix: string; hash: string }): TokenRecord {
+      q.insert.run(t.id, t.userId, t.name, t.prefix, t.hash, nowIso());
+      return toRecord(q.get.get(t.id) as RawRow);
+    },
+    /** The active (unrevoked) token with this hash, with its owner and last use. */
+    findActiveByHash(hash: string): (TokenRecord & { userId: string }) | undefined {
+      const r = q.byHash.get(hash) as RawRow | undefined;
+      return r && { ...toRecord(r), userId: r.user_id };
+    },
+    /** Any token (revoked too) by id, with owner and revocation time. */
+    get(id: string): (TokenRecord & { userId: string; revokedAt: string | null }) | undefined {
+      const r = q.get.get(id) as RawRow | undefined;
+      return r && { ...toRecord(r), userId: r.user_id, revokedAt: r.revoked_at };
+    },
+    listActive(userId: string): TokenRecord[] {
+      return (q.listActive.all(userId) as RawRow[]).map(toRecord);
+    },
+    /** Returns true when an active token was revoked. */
+    revoke(id: string): boolean {
+      return q.revoke.run(nowIso(), id).changes > 0;
+    },
+    touch(id: string, at: string): void {
+      q.touch.run(at, id);
+    },
+  };
+}

@@ -1,0 +1,459 @@
+/**
+ * One connection's Baileys session: socket lifecycle, the status state machine, reconnect policy by disconnect
+ * reason, and ingestion of Baileys events into SQLite + the event log.
+ *
+ * Status (DESIGN.md §4): starting → scan_qr → connected (linked; initial sync running) → online (ready);
+ * reconnecting (transient loss, backoff), logged_out (401/411: auth wiped, data kept), failed (403, 440, QR never
+ * scanned). Every change is one `session.status` event `{ status, previous, reason }`.
+ *
+ * Reconnect policy (brief A4): 515 restart → new socket at once; 401/411 → logged_out; 403 → failed;
+ * 440 (replaced by another session) → failed, no loop; 408/428/500/503 and network errors → backoff
+ * 1 s·2^n (max 60 s) ×U(0.8,1.2); while pairing, an exhausted QR ref list (408) opens a new socket with fresh
+ * QRs, up to MAX_QR_CYCLES times.
+ *
+ * Durability of incoming messages: rc14 sends the delivery receipt before it emits `messages.upsert`
+ * (`lib/Socket/messages-recv.js handleMessage`: `sendReceipt` then `upsertMessage`), and there is no hook in between.
+ * We commit synchronously in the event handler, so the window in which a crash loses an acknowledged message is
+ * the gap between that receipt and the handler; with event buffering active (the first seconds after connect, until
+ * `<ib><offline>` or the first processed node flushes it) the gap lasts until the flush. Documented in the README.
+ */
+import type { Boom } from '@hapi/boom';
+import makeWASocket, {
+  Browsers,
+  DisconnectReason,
+  jidDecode,
+  jidNormalizedUser,
+  makeCacheableSignalKeyStore,
+  proto,
+  type BaileysEventMap,
+  type WAMessage,
+  type WASocket,
+} from '@whiskeysockets/baileys';
+import type { Logger } from 'pino';
+import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
+import { messageIdOf, type Message, type StoredMessage } from '../db/messages.ts';
+import type { Store } from '../db/store.ts';
+import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
+import { chatIdOf, classify, toPnJid, toStoredMessage, type ModelContext } from './message-model.ts';
+import { eventPayloadOf } from './event-payloads.ts';
+
+const MAX_QR_CYCLES = 5;
+const MAX_BACKOFF_MS = 60_000;
+/** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
+const HISTORY_WAIT_MS = 15_000;
+
+export interface SessionDeps {
+  store: Store;
+  logger: Logger;
+  waUrl?: string;
+  /** Level for Baileys' own logger (it is chatty; default `warn`). */
+  baileysLogLevel: string;
+}
+
+type Events = Partial<BaileysEventMap>;
+
+export class Session {
+  readonly connectionId: string;
+  readonly userId: string;
+  #sock: WASocket | undefined;
+  #auth: SqliteAuthState | undefined;
+  #status: ConnectionStatus;
+  #qr: string | undefined;
+  #stopped = false;
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #historyTimer: NodeJS.Timeout | undefined;
+  #attempt = 0;
+  #qrCycles = 0;
+  #pendingDone = false;
+  #awaitingHistory = false;
+  #opened: Promise<void>;
+  #resolveOpened!: () => void;
+  readonly #log: Logger;
+
+  constructor(
+    connection: ConnectionRow,
+    readonly deps: SessionDeps,
+  ) {
+    this.connectionId = connection.id;
+    this.userId = connection.userId;
+    this.#status = connection.status;
+    this.#log = deps.logger.child({ connectionId: connection.id });
+    this.#opened = this.#newOpened();
+  }
+
+  get status(): ConnectionStatus {
+    return this.#status;
+  }
+
+  /** Latest QR string while waiting for a scan. */
+  get qr(): string | undefined {
+    return this.#status === 'scan_qr' ? this.#qr : undefined;
+  }
+
+  /** The live socket of an open session; undefined otherwise. */
+  get socket(): WASocket | undefined {
+    return this.#status === 'online' || this.#status === 'connected' ? this.#sock : undefined;
+  }
+
+  /** Own identity from the live creds (sock.user is a stale snapshot in rc14, brief A9). */
+  get me(): { jid: string; lid: string | null; name: string } | undefined {
+    const me = this.#auth?.creds.me;
+    if (!me?.id) return undefined;
+    return { jid: jidNormalizedUser(me.id), lid: me.lid ? jidNormalizedUser(me.lid) : null, name: me.name ?? '' };
+  }
+
+  /** Resolves once the session is `online` (used by tests and callers that must wait). */
+  whenOnline(): Promise<void> {
+    return this.#opened;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    const linked = !!loadAuthState(this.deps.store.authState, this.connectionId).creds.me;
+    this.#setStatus('starting', linked ? 'resuming linked session' : 'new session');
+    this.#connect();
+  }
+
+  /** Closes the socket; with `logout`, unlinks the device and wipes the auth state first. */
+  async stop(opts: { logout?: boolean; status?: ConnectionStatus; reason?: string } = {}): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#reconnectTimer);
+    clearTimeout(this.#historyTimer);
+    const sock = this.#sock;
+    this.#sock = undefined;
+    if (sock) {
+      if (opts.logout && this.#auth?.creds.me) {
+        await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
+      }
+      sock.end(undefined);
+    }
+    if (opts.logout) this.deps.store.authState.clear(this.connectionId);
+    if (opts.status) this.#setStatus(opts.status, opts.reason ?? null);
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------------------
+
+  #newOpened(): Promise<void> {
+    return new Promise((resolve) => (this.#resolveOpened = resolve));
+  }
+
+  #connect(): void {
+    const { store, logger, waUrl, baileysLogLevel } = this.deps;
+    const auth = loadAuthState(store.authState, this.connectionId);
+    this.#auth = auth;
+    this.#pendingDone = false;
+    this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
+    const baileysLogger = logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel });
+    const sock = makeWASocket({
+      auth: { creds: auth.creds, keys: makeCacheableSignalKeyStore(auth.keys, baileysLogger) },
+      logger: baileysLogger,
+      ...(waUrl ? { waWebSocketUrl: waUrl } : {}),
+      browser: Browsers.macOS('Chrome'),
+      markOnlineOnConnect: false,
+      syncFullHistory: false,
+      shouldSyncHistoryMessage: () => true,
+      generateHighQualityLinkPreview: false,
+      getMessage: async (key) => {
+        const raw = key.id ? store.messages.findRawByKeyId(this.connectionId, key.id) : undefined;
+        return raw ? (proto.WebMessageInfo.decode(raw).message ?? undefined) : undefined;
+      },
+    });
+    this.#sock = sock;
+    sock.ev.process(async (events) => {
+      if (this.#sock !== sock) return; // a stale socket's late events
+      try {
+        this.#onEvents(sock, events);
+      } catch (err) {
+        this.#log.error({ err }, 'failed to process session events');
+      }
+    });
+  }
+
+  #scheduleReconnect(reason: string, immediate = false): void {
+    if (this.#stopped) return;
+    const base = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.#attempt);
+    const wait = immediate ? 0 : Math.round(base * (0.8 + Math.random() * 0.4));
+    this.#attempt++;
+    this.#log.info({ reason, wait }, 'reconnecting');
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = setTimeout(() => {
+      if (!this.#stopped) this.#connect();
+    }, wait);
+  }
+
+  #setStatus(status: ConnectionStatus, reason: string | null): void {
+    const previous = this.#status;
+    if (previous === status) return;
+    this.#status = status;
+    const { store } = this.deps;
+    store.tx(() => {
+      store.connections.setStatus(this.connectionId, status, reason);
+      store.appendEvent(this.userId, this.connectionId, 'session.status', { status, previous, reason });
+    });
+    this.#log.info({ status, previous, reason }, 'status');
+    if (status === 'online') this.#resolveOpened();
+    else if (previous === 'online') this.#opened = this.#newOpened();
+  }
+
+  #maybeOnline(): void {
+    if (this.#pendingDone && !this.#awaitingHistory && this.#status === 'connected') {
+      clearTimeout(this.#historyTimer);
+      this.#setStatus('online', null);
+    }
+  }
+
+  // ---- Baileys events ----------------------------------------------------------------------------------
+
+  #onEvents(sock: WASocket, events: Events): void {
+    if (events['creds.update']) this.#onCreds(events['creds.update']);
+    if (events['connection.update']) this.#onConnection(sock, events['connection.update']);
+    if (events['lid-mapping.update']) this.#onLidMapping(events['lid-mapping.update']);
+    if (events['messaging-history.set']) this.#onHistory(events['messaging-history.set']);
+    if (events['messaging-history.status']?.status === 'complete') this.#historyDone();
+    if (events['contacts.upsert']) this.#onContacts(events['contacts.upsert']);
+    if (events['contacts.update']) this.#onContacts(events['contacts.update']);
+    if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
+    if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
+  }
+
+  #onCreds(update: BaileysEventMap['creds.update']): void {
+    this.#auth?.saveCreds();
+    if (update.me?.name !== undefined) {
+      const me = this.me;
+      if (me) this.deps.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
+    }
+  }
+
+  #accountOf(me: { jid: string; lid: string | null }) {
+    const user = jidDecode(me.jid)?.user ?? '';
+    return { phoneNumber: user ? `+${user}` : null, jid: me.jid, lid: me.lid };
+  }
+
+  #onConnection(sock: WASocket, u: BaileysEventMap['connection.update']): void {
+    if (u.qr) {
+      this.#qr = u.qr;
+      this.#setStatus('scan_qr', null);
+    }
+    if (u.isNewLogin) {
+      this.#qrCycles = 0;
+      this.#awaitingHistory = true;
+      this.#setStatus('connected', 'paired');
+    }
+    if (u.connection === 'open') {
+      this.#attempt = 0;
+      this.#qrCycles = 0;
+      const me = this.me;
+      if (me) this.deps.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
+      this.#setStatus('connected', null);
+      if (this.#awaitingHistory) {
+        this.#historyTimer = setTimeout(() => this.#historyDone(), HISTORY_WAIT_MS);
+      }
+      this.#maybeOnline();
+    }
+    if (u.receivedPendingNotifications) {
+      this.#pendingDone = true;
+      this.#maybeOnline();
+    }
+    if (u.connection === 'close') this.#onClose(sock, u.lastDisconnect?.error);
+  }
+
+  #onClose(sock: WASocket, error: Error | undefined): void {
+    if (this.#sock !== sock || this.#stopped) return;
+    clearTimeout(this.#historyTimer);
+    const code = (error as Boom | undefined)?.output?.statusCode;
+    const message = error?.message ?? 'connection closed';
+    const linked = !!this.#auth?.creds.me;
+    this.#log.info({ code, message, linked }, 'socket closed');
+    this.#sock = undefined;
+    switch (code) {
+      case DisconnectReason.restartRequired: // 515: expected right after pairing
+        this.#scheduleReconnect('restart required', true);
+        return;
+      case DisconnectReason.loggedOut: // 401
+      case DisconnectReason.multideviceMismatch: // 411
+        this.deps.store.authState.clear(this.connectionId);
+        this.#stopped = true;
+        this.#setStatus('logged_out', code === 401 ? 'logged out from the phone' : 'multi-device mismatch');
+        return;
+      case DisconnectReason.forbidden: // 403
+        this.#stopped = true;
+        this.#setStatus('failed', 'forbidden by the server');
+        return;
+      case DisconnectReason.connectionReplaced: // 440
+        this.#stopped = true;
+        this.#setStatus('failed', 'connection replaced by another session');
+        return;
+    }
+    if (!linked) {
+      // Pairing: the QR ref list ran out (408) or the socket dropped; open a new one with fresh QRs.
+      if (++this.#qrCycles > MAX_QR_CYCLES) {
+        this.#stopped = true;
+        this.#setStatus('failed', 'QR code was not scanned in time');
+        return;
+      }
+      this.#setStatus('starting', message);
+      this.#scheduleReconnect(message, true);
+      return;
+    }
+    this.#setStatus('reconnecting', `${message}${code ? ` (${code})` : ''}`);
+    this.#scheduleReconnect(message);
+  }
+
+  #historyDone(): void {
+    if (!this.#awaitingHistory) return;
+    this.#awaitingHistory = false;
+    this.#maybeOnline();
+  }
+
+  // ---- ingestion -------------------------------------------------------------------------------------
+
+  /** Context for the message model: own identity and LID → PN lookups from Baileys' mapping store and contacts. */
+  modelContext(): ModelContext {
+    const me = this.me;
+    const { store } = this.deps;
+    return {
+      connectionPath: `/api/connections/${this.connectionId}`,
+      ownJid: me?.jid ?? null,
+      ownLid: me?.lid ?? null,
+      pnForLid: (lid) => {
+        const user = jidDecode(lid)?.user;
+        if (!user) return undefined;
+        const pnUser = store.authState.getKeys(this.connectionId, 'lid-mapping', [`${user}_reverse`]).get(`${user}_reverse`);
+        if (pnUser) return `${JSON.parse(pnUser) as string}@s.whatsapp.net`;
+        return store.contacts.jidForLid(this.connectionId, lid);
+      },
+    };
+  }
+
+  #onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
+    const pn = jidNormalizedUser(m.pn);
+    this.deps.store.contacts.upsert(this.connectionId, { jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+  }
+
+  #onContacts(list: BaileysEventMap['contacts.update']): void {
+    const ctx = this.modelContext();
+    const { store } = this.deps;
+    store.tx(() => {
+      for (const c of list) {
+        if (!c.id) continue;
+        const jid = toPnJid(c.id, c.phoneNumber, ctx);
+        store.contacts.upsert(this.connectionId, {
+          jid,
+          lid: c.lid ? jidNormalizedUser(c.lid) : c.id.endsWith('@lid') ? jidNormalizedUser(c.id) : null,
+          name: c.name ?? null,
+          pushName: c.notify ?? null,
+          phoneNumber: phoneOf(jid),
+          isGroup: jid.endsWith('@g.us'),
+        });
+      }
+    });
+  }
+
+  #onHistory(h: BaileysEventMap['messaging-history.set']): void {
+    const { store } = this.deps;
+    store.tx(() => {
+      for (const m of h.lidPnMappings ?? []) {
+        const pn = jidNormalizedUser(m.pn);
+        store.contacts.upsert(this.connectionId, { jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+      }
+      const ctx = this.modelContext();
+      for (const c of h.contacts) {
+        if (!c.id) continue;
+        const jid = toPnJid(c.id, c.phoneNumber, ctx);
+        store.contacts.upsert(this.connectionId, {
+          jid,
+          lid: c.lid ? jidNormalizedUser(c.lid) : null,
+          name: c.name ?? null,
+          pushName: c.notify ?? null,
+          phoneNumber: phoneOf(jid),
+          isGroup: jid.endsWith('@g.us'),
+        });
+      }
+      for (const c of h.chats) {
+        if (!c.id) continue;
+        const id = c.id.endsWith('@g.us') ? c.id : toPnJid(c.id, c.pnJid, ctx);
+        store.chats.upsertMeta(this.connectionId, {
+          id,
+          lid: c.lidJid ? jidNormalizedUser(c.lidJid) : c.id.endsWith('@lid') ? c.id : null,
+          name: c.name ?? c.displayName ?? null,
+          isGroup: id.endsWith('@g.us'),
+          unread: c.unreadCount ?? 0,
+        });
+      }
+      let stored = 0;
+      for (const msg of h.messages) {
+        const m = toStoredMessage(msg, ctx);
+        if (!m) continue;
+        if (store.messages.upsert(this.connectionId, m)) stored++;
+        store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: 0 });
+      }
+      this.#log.info({ chats: h.chats.length, contacts: h.contacts.length, messages: stored, syncType: h.syncType }, 'history sync stored');
+    });
+    if (h.syncType === proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP || h.isLatest) this.#historyDone();
+  }
+
+  #onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {
+    const { store } = this.deps;
+    const ctx = this.modelContext();
+    store.tx(() => {
+      for (const msg of messages) {
+        const kind = classify(msg);
+        if (kind.kind !== 'content') {
+          this.#log.debug({ kind: kind.kind, type }, 'non-content message');
+          continue;
+        }
+        const m = toStoredMessage(msg, ctx);
+        if (m) this.#storeMessage(m);
+      }
+    });
+  }
+
+  /** Stores a message, touches its chat and logs `message` / `message.sent` when it is new. Call inside `tx`. */
+  #storeMessage(m: StoredMessage): Message {
+    const { store } = this.deps;
+    const isNew = store.messages.upsert(this.connectionId, m);
+    if (isNew) {
+      store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: m.fromMe ? 0 : 1 });
+      if (!m.fromMe && m.senderPushName) {
+        store.contacts.upsert(this.connectionId, { jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
+      }
+      store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
+    }
+    return store.messages.get(this.connectionId, m.id)!;
+  }
+
+  #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
+    const { store } = this.deps;
+    const ctx = this.modelContext();
+    store.tx(() => {
+      for (const { key, update } of updates) {
+        if (typeof update.status !== 'number' || !key.fromMe || !key.id) continue;
+        const chatId = chatIdOf(key, ctx);
+        const id = messageIdOf(true, chatId, key.id);
+        if (store.messages.setAck(this.connectionId, id, update.status)) {
+          store.appendEvent(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
+        }
+      }
+    });
+  }
+
+  /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
+  recordSent(msg: WAMessage): Message {
+    const m = toStoredMessage(msg, this.modelContext());
+    if (!m) throw new Error('sent message has no content');
+    return this.deps.store.tx(() => this.#storeMessage(m));
+  }
+}
+
+function chatTouchOf(m: StoredMessage) {
+  return { chatId: m.chatId, isGroup: m.chatId.endsWith('@g.us'), timestamp: m.timestamp, body: m.text, fromMe: m.fromMe };
+}
+
+/** "+<digits>" for a phone-number JID; null for LIDs and groups. */
+export function phoneOf(jid: string): string | null {
+  if (!jid.endsWith('@s.whatsapp.net')) return null;
+  const user = jidDecode(jid)?.user;
+  return user ? `+${user}` : null;
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -1,0 +1,781 @@
+/**
+ * Sandbox persistence: the one SQLite file (`<dataDir>/sandbox.db`) holding everything a WhatsApp
+ * server and the simulated phones would keep — server keys, accounts and their phone Signal keys,
+ * libsignal sessions/identities, linked companion devices and their uploaded prekey bundles,
+ * conversations, and the per-companion undelivered queue ("outbox").
+ *
+ * Owns: schema + migrations (`PRAGMA user_version`), every SQL statement (nothing else in the sandbox
+ * writes SQL), and the group-commit writer: hot-path writes (Signal session updates, received
+ * messages) are queued with `enqueue()` and committed together in one transaction by `commit()`,
+ * so many concurrent deliveries cost one fsync. Reads of queued-but-uncommitted Signal sessions are
+ * served from an in-memory write-through cache.
+ *
+ * Durability: WAL + `synchronous=FULL`; callers `await commit()` before anything that depends on
+ * the write reaching disk (sending ciphertext, acknowledging a message, answering 201).
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface AccountRow {
+  pn: string;
+  /** LID user digits (no `@lid`). */
+  lid: string;
+  pushName: string;
+  registrationId: number;
+  /** Phone identity key pair (32-byte Curve25519, no 0x05 prefix); also the ADV account key. */
+  identityPub: Buffer;
+  identityPriv: Buffer;
+  signedPreKeyId: number;
+  signedPreKeyPub: Buffer;
+  signedPreKeyPriv: Buffer;
+  signedPreKeySig: Buffer;
+  nextPreKeyId: number;
+  nextDeviceId: number;
+  createdAt: number;
+}
+
+export interface DeviceRow {
+  pn: string;
+  deviceId: number;
+  keyIndex: number;
+  noisePub: Buffer;
+  registrationId: number;
+  identityPub: Buffer;
+  signedPreKeyId: number;
+  signedPreKeyPub: Buffer;
+  signedPreKeySig: Buffer;
+  platform: string | null;
+  bundleUploaded: boolean;
+  historySent: boolean;
+  createdAt: number;
+  lastSeenAt: number | null;
+}
+
+export interface MessageRow {
+  seq: number;
+  msgId: string;
+  fromPn: string;
+  toPn: string;
+  /** Unix seconds. */
+  ts: number;
+  text: string | null;
+  /** Encoded `proto.Message`. */
+  message: Buffer;
+}
+
+export type NewMessage = Omit<MessageRow, 'seq'>;
+
+export interface OutboxRow {
+  seq: number;
+  pn: string;
+  deviceId: number;
+  msgId: string;
+  /** Account whose phone (device 0) encrypts `plaintext`; null for relayed ciphertext. */
+  senderPn: string | null;
+  /** Stanza attributes of the `<message>` to deliver (all strings). */
+  attrs: Record<string, string>;
+  /** Encoded `proto.Message` (unpadded) to encrypt at delivery time. */
+  plaintext: Buffer | null;
+  /** Prebaked ciphertext relayed from another companion (`pkmsg`/`msg`). */
+  encType: string | null;
+  ciphertext: Buffer | null;
+  attempts: number;
+}
+
+export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts'>;
+
+export interface PreKey {
+  keyId: number;
+  pub: Buffer;
+}
+
+export interface DeviceBundleUpload {
+  registrationId: number;
+  identityPub: Buffer;
+  signedPreKeyId: number;
+  signedPreKeyPub: Buffer;
+  signedPreKeySig: Buffer;
+  preKeys: PreKey[];
+}
+
+interface AccountSql {
+  pn: string;
+  lid: string;
+  push_name: string;
+  registration_id: number;
+  identity_pub: Buffer;
+  identity_priv: Buffer;
+  signed_prekey_id: number;
+  signed_prekey_pub: Buffer;
+  signed_prekey_priv: Buffer;
+  signed_prekey_sig: Buffer;
+  next_prekey_id: number;
+  next_device_id: number;
+  created_at: number;
+}
+
+interface DeviceSql {
+  pn: string;
+  device_id: number;
+  key_index: number;
+  noise_pub: Buffer;
+  registration_id: number;
+  identity_pub: Buffer;
+  signed_prekey_id: number;
+  signed_prekey_pub: Buffer;
+  signed_prekey_sig: Buffer;
+  platform: string | null;
+  bundle_uploaded: number;
+  history_sent: number;
+  created_at: number;
+  last_seen_at: number | null;
+}
+
+interface MessageSql {
+  seq: number;
+  msg_id: string;
+  from_pn: string;
+  to_pn: string;
+  ts: number;
+  text: string | null;
+  message: Buffer;
+}
+
+interface OutboxSql {
+  seq: number;
+  pn: string;
+  device_id: number;
+  msg_id: string;
+  sender_pn: string | null;
+  attrs: string;
+  plaintext: Buffer | null;
+  enc_type: string | null;
+  ciphertext: Buffer | null;
+  attempts: number;
+}
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+
+  CREATE TABLE accounts (
+    pn TEXT PRIMARY KEY,
+    lid TEXT NOT NULL UNIQUE,
+    push_name TEXT NOT NULL,
+    registration_id INTEGER NOT NULL,
+    identity_pub BLOB NOT NULL,
+    identity_priv BLOB NOT NULL,
+    signed_prekey_id INTEGER NOT NULL,
+    signed_prekey_pub BLOB NOT NULL,
+    signed_prekey_priv BLOB NOT NULL,
+    signed_prekey_sig BLOB NOT NULL,
+    next_prekey_id INTEGER NOT NULL,
+    next_device_id INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL
+  );
+
+  -- one-time prekeys of the simulated phones; handed_out = given to a client by 'encrypt key'
+  CREATE TABLE phone_prekeys (
+    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
+    key_id INTEGER NOT NULL,
+    pub BLOB NOT NULL,
+    priv BLOB NOT NULL,
+    handed_out INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (pn, key_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX phone_prekeys_available ON phone_prekeys (pn, handed_out, key_id);
+
+  -- libsignal state of the simulated phones, keyed by the remote libsignal address
+  CREATE TABLE signal_sessions (
+    pn TEXT NOT NULL,
+    address TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (pn, address)
+  ) WITHOUT ROWID;
+  CREATE TABLE signal_identities (
+    pn TEXT NOT NULL,
+    address TEXT NOT NULL,
+    identity_key BLOB NOT NULL,
+    PRIMARY KEY (pn, address)
+  ) WITHOUT ROWID;
+
+  -- linked companion devices (Baileys clients)
+  CREATE TABLE devices (
+    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
+    device_id INTEGER NOT NULL,
+    key_index INTEGER NOT NULL,
+    noise_pub BLOB NOT NULL,
+    registration_id INTEGER NOT NULL,
+    identity_pub BLOB NOT NULL,
+    signed_prekey_id INTEGER NOT NULL,
+    signed_prekey_pub BLOB NOT NULL,
+    signed_prekey_sig BLOB NOT NULL,
+    platform TEXT,
+    bundle_uploaded INTEGER NOT NULL DEFAULT 0,
+    history_sent INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_seen_at INTEGER,
+    PRIMARY KEY (pn, device_id)
+  );
+  CREATE TABLE device_prekeys (
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    key_id INTEGER NOT NULL,
+    pub BLOB NOT NULL,
+    PRIMARY KEY (pn, device_id, key_id),
+    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
+  ) WITHOUT ROWID;
+
+  -- 1:1 messages between accounts (and to unknown numbers), as the phones know them
+  CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    msg_id TEXT NOT NULL,
+    from_pn TEXT NOT NULL,
+    to_pn TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    text TEXT,
+    message BLOB NOT NULL,
+    UNIQUE (from_pn, msg_id)
+  );
+  CREATE INDEX messages_to ON messages (to_pn, ts, seq);
+  CREATE INDEX messages_from ON messages (from_pn, ts, seq);
+
+  -- undelivered stanzas per companion; a row is deleted only when the client's receipt arrives
+  CREATE TABLE outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    msg_id TEXT NOT NULL,
+    sender_pn TEXT,
+    attrs TEXT NOT NULL,
+    plaintext BLOB,
+    enc_type TEXT,
+    ciphertext BLOB,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    UNIQUE (pn, device_id, msg_id),
+    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
+  );
+  CREATE INDEX outbox_device ON outbox (pn, device_id, seq);
+  `
+];
+
+const toAccount = (r: AccountSql): AccountRow => ({
+  pn: r.pn,
+  lid: r.lid,
+  pushName: r.push_name,
+  registrationId: r.registration_id,
+  identityPub: r.identity_pub,
+  identityPriv: r.identity_priv,
+  signedPreKeyId: r.signed_prekey_id,
+  signedPreKeyPub: r.signed_prekey_pub,
+  signedPreKeyPriv: r.signed_prekey_priv,
+  signedPreKeySig: r.signed_prekey_sig,
+  nextPreKeyId: r.next_prekey_id,
+  nextDeviceId: r.next_device_id,
+  createdAt: r.created_at
+});
+
+const toDevice = (r: DeviceSql): DeviceRow => ({
+  pn: r.pn,
+  deviceId: r.device_id,
+  keyIndex: r.key_index,
+  noisePub: r.noise_pub,
+  registrationId: r.registration_id,
+  identityPub: r.identity_pub,
+  signedPreKeyId: r.signed_prekey_id,
+  signedPreKeyPub: r.signed_prekey_pub,
+  signedPreKeySig: r.signed_prekey_sig,
+  platform: r.platform,
+  bundleUploaded: r.bundle_uploaded !== 0,
+  historySent: r.history_sent !== 0,
+  createdAt: r.created_at,
+  lastSeenAt: r.last_seen_at
+});
+
+const toMessage = (r: MessageSql): MessageRow => ({
+  seq: r.seq,
+  msgId: r.msg_id,
+  fromPn: r.from_pn,
+  toPn: r.to_pn,
+  ts: r.ts,
+  text: r.text,
+  message: r.message
+});
+
+const toOutbox = (r: OutboxSql): OutboxRow => ({
+  seq: r.seq,
+  pn: r.pn,
+  deviceId: r.device_id,
+  msgId: r.msg_id,
+  senderPn: r.sender_pn,
+  attrs: JSON.parse(r.attrs) as Record<string, string>,
+  plaintext: r.plaintext,
+  encType: r.enc_type,
+  ciphertext: r.ciphertext,
+  attempts: r.attempts
+});
+
+/** Every SQL statement of the sandbox, prepared once. */
+function prepareStatements(db: Database.Database) {
+  return {
+    getMeta: db.prepare<[string], { value: Buffer }>('SELECT value FROM meta WHERE key = ?'),
+    setMeta: db.prepare<[string, Buffer]>('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
+    listAccounts: db.prepare<[], AccountSql>('SELECT * FROM accounts ORDER BY created_at, pn'),
+    countAccounts: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM accounts'),
+    getAccount: db.prepare<[string], AccountSql>('SELECT * FROM accounts WHERE pn = ?'),
+    getAccountByLid: db.prepare<[string], AccountSql>('SELECT * FROM accounts WHERE lid = ?'),
+    insertAccount: db.prepare<[AccountSql]>(
+      `INSERT INTO accounts (pn, lid, push_name, registration_id, identity_pub, identity_priv, signed_prekey_id,
+         signed_prekey_pub, signed_prekey_priv, signed_prekey_sig, next_prekey_id, next_device_id, created_at)
+       VALUES (@pn, @lid, @push_name, @registration_id, @identity_pub, @identity_priv, @signed_prekey_id,
+         @signed_prekey_pub, @signed_prekey_priv, @signed_prekey_sig, @next_prekey_id, @next_device_id, @created_at)`
+    ),
+    allocateDeviceId: db.prepare<[string], { id: number }>(
+      'UPDATE accounts SET next_device_id = next_device_id + 1 WHERE pn = ? RETURNING next_device_id - 1 AS id'
+    ),
+    setNextPreKeyId: db.prepare<[number, string]>('UPDATE accounts SET next_prekey_id = ? WHERE pn = ?'),
+    insertPhonePreKey: db.prepare<[string, number, Buffer, Buffer]>(
+      'INSERT INTO phone_prekeys (pn, key_id, pub, priv) VALUES (?, ?, ?, ?)'
+    ),
+    takePhonePreKey: db.prepare<[string, string], { key_id: number; pub: Buffer }>(
+      `UPDATE phone_prekeys SET handed_out = 1
+       WHERE pn = ? AND key_id = (SELECT key_id FROM phone_prekeys WHERE pn = ? AND handed_out = 0 ORDER BY key_id LIMIT 1)
+       RETURNING key_id, pub`
+    ),
+    countPhonePreKeys: db.prepare<[string], { n: number }>(
+      'SELECT count(*) AS n FROM phone_prekeys WHERE pn = ? AND handed_out = 0'
+    ),
+    getPhonePreKey: db.prepare<[string, number], { pub: Buffer; priv: Buffer }>(
+      'SELECT pub, priv FROM phone_prekeys WHERE pn = ? AND key_id = ?'
+    ),
+    deletePhonePreKey: db.prepare<[string, number]>('DELETE FROM phone_prekeys WHERE pn = ? AND key_id = ?'),
+    getSession: db.prepare<[string, string], { record: string }>(
+      'SELECT record FROM signal_sessions WHERE pn = ? AND address = ?'
+    ),
+    putSession: db.prepare<[string, string, string]>(
+      'INSERT OR REPLACE INTO signal_sessions (pn, address, record) VALUES (?, ?, ?)'
+    ),
+    deleteSessionsForAddress: db.prepare<[string]>('DELETE FROM signal_sessions WHERE address = ?'),
+    getIdentity: db.prepare<[string, string], { identity_key: Buffer }>(
+      'SELECT identity_key FROM signal_identities WHERE pn = ? AND address = ?'
+    ),
+    putIdentity: db.prepare<[string, string, Buffer]>(
+      'INSERT OR REPLACE INTO signal_identities (pn, address, identity_key) VALUES (?, ?, ?)'
+    ),
+    insertDevice: db.prepare<[DeviceSql]>(
+      `INSERT INTO devices (pn, device_id, key_index, noise_pub, registration_id, identity_pub, signed_prekey_id,
+         signed_prekey_pub, signed_prekey_sig, platform, bundle_uploaded, history_sent, created_at, last_seen_at)
+       VALUES (@pn, @device_id, @key_index, @noise_pub, @registration_id, @identity_pub, @signed_prekey_id,
+         @signed_prekey_pub, @signed_prekey_sig, @platform, @bundle_uploaded, @history_sent, @created_at, @last_seen_at)`
+    ),
+    getDevice: db.prepare<[string, number], DeviceSql>('SELECT * FROM devices WHERE pn = ? AND device_id = ?'),
+    listDevices: db.prepare<[string], DeviceSql>('SELECT * FROM devices WHERE pn = ? ORDER BY device_id'),
+    deleteDevice: db.prepare<[string, number]>('DELETE FROM devices WHERE pn = ? AND device_id = ?'),
+    setDeviceBundle: db.prepare<[number, Buffer, number, Buffer, Buffer, string, number]>(
+      `UPDATE devices SET registration_id = ?, identity_pub = ?, signed_prekey_id = ?, signed_prekey_pub = ?,
+         signed_prekey_sig = ?, bundle_uploaded = 1 WHERE pn = ? AND device_id = ?`
+    ),
+    setDeviceSignedPreKey: db.prepare<[number, Buffer, Buffer, string, number]>(
+      'UPDATE devices SET signed_prekey_id = ?, signed_prekey_pub = ?, signed_prekey_sig = ? WHERE pn = ? AND device_id = ?'
+    ),
+    markHistorySent: db.prepare<[string, number]>('UPDATE devices SET history_sent = 1 WHERE pn = ? AND device_id = ?'),
+    touchDevice: db.prepare<[number, string, number]>('UPDATE devices SET last_seen_at = ? WHERE pn = ? AND device_id = ?'),
+    insertDevicePreKey: db.prepare<[string, number, number, Buffer]>(
+      'INSERT OR REPLACE INTO device_prekeys (pn, device_id, key_id, pub) VALUES (?, ?, ?, ?)'
+    ),
+    takeDevicePreKey: db.prepare<[string, number, string, number], { key_id: number; pub: Buffer }>(
+      `DELETE FROM device_prekeys
+       WHERE pn = ? AND device_id = ? AND key_id = (SELECT key_id FROM device_prekeys WHERE pn = ? AND device_id = ? ORDER BY key_id LIMIT 1)
+       RETURNING key_id, pub`
+    ),
+    countDevicePreKeys: db.prepare<[string, number], { n: number }>(
+      'SELECT count(*) AS n FROM device_prekeys WHERE pn = ? AND device_id = ?'
+    ),
+    insertMessage: db.prepare<[string, string, string, number, string | null, Buffer]>(
+      'INSERT OR IGNORE INTO messages (msg_id, from_pn, to_pn, ts, text, message) VALUES (?, ?, ?, ?, ?, ?)'
+    ),
+    listReceived: db.prepare<[string], MessageSql>(
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? ORDER BY ts, seq'
+    ),
+    listInvolving: db.prepare<[string, string], MessageSql>(
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE from_pn = ?
+       UNION ALL
+       SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? AND from_pn <> to_pn
+       ORDER BY ts, seq`
+    ),
+    insertOutbox: db.prepare<[string, number, string, string | null, string, Buffer | null, string | null, Buffer | null, number]>(
+      `INSERT OR IGNORE INTO outbox (pn, device_id, msg_id, sender_pn, attrs, plaintext, enc_type, ciphertext, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    ),
+    listOutbox: db.prepare<[string, number, number, number], OutboxSql>(
+      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND seq > ? ORDER BY seq LIMIT ?'
+    ),
+    getOutboxByMsgId: db.prepare<[string, number, string], OutboxSql>(
+      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?'
+    ),
+    maxOutboxSeq: db.prepare<[], { m: number | null }>('SELECT max(seq) AS m FROM outbox'),
+    deleteOutbox: db.prepare<[string, number, string]>('DELETE FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?'),
+    bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?')
+  };
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+const sessionKey = (pn: string, address: string): string => `${pn}\u0000${address}`;
+
+/** The sandbox database. One instance per sandbox; not safe to share between processes. */
+export class Store {
+  readonly db: Database.Database;
+  private readonly sessionCache = new Map<string, string | null>();
+  private pendingWrites: Array<() => void> = [];
+  private waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  private commitScheduled = false;
+  private closed = false;
+
+  private readonly s: ReturnType<typeof prepareStatements>;
+
+  /**
+   * Open (creating if needed) `<dataDir>/sandbox.db` and apply pending migrations.
+   * @throws if the directory cannot be created or the file is not a sandbox database.
+   */
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, 'sandbox.db'));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+    this.s = prepareStatements(this.db);
+  }
+
+  private migrate(): void {
+    const current = this.db.pragma('user_version', { simple: true }) as number;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`sandbox database schema v${current} is newer than this build (v${MIGRATIONS.length})`);
+    }
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      const sql = MIGRATIONS[v] ?? '';
+      this.db.transaction(() => {
+        this.db.exec(sql);
+        this.db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  }
+
+  // ---- group commit -------------------------------------------------------------------------
+
+  /** Queue a synchronous write to run inside the next group-commit transaction. */
+  enqueue(write: () => void): void {
+    this.pendingWrites.push(write);
+  }
+
+  /**
+   * Commit every write queued so far (and any queued until the next macrotask) in one transaction.
+   * Resolves once durable; rejects if the transaction failed (its writes are then lost).
+   */
+  commit(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ resolve, reject });
+      if (!this.commitScheduled) {
+        this.commitScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.commitScheduled = false;
+    const writes = this.pendingWrites;
+    const waiters = this.waiters;
+    this.pendingWrites = [];
+    this.waiters = [];
+    try {
+      if (writes.length && !this.closed) {
+        this.db.transaction(() => {
+          for (const write of writes) write();
+        })();
+      }
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      for (const w of waiters) w.reject(err);
+    }
+  }
+
+  /** Run `fn` in an immediate transaction now (for rare, already-serialized admin writes). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  // ---- meta ---------------------------------------------------------------------------------
+
+  getMeta(key: string): Buffer | undefined {
+    return this.s.getMeta.get(key)?.value;
+  }
+
+  setMeta(key: string, value: Buffer): void {
+    this.s.setMeta.run(key, value);
+  }
+
+  // ---- accounts -----------------------------------------------------------------------------
+
+  listAccounts(): AccountRow[] {
+    return this.s.listAccounts.all().map(toAccount);
+  }
+
+  countAccounts(): number {
+    return this.s.countAccounts.get()?.n ?? 0;
+  }
+
+  getAccount(pn: string): AccountRow | undefined {
+    const r = this.s.getAccount.get(pn);
+    return r && toAccount(r);
+  }
+
+  getAccountByLid(lid: string): AccountRow | undefined {
+    const r = this.s.getAccountByLid.get(lid);
+    return r && toAccount(r);
+  }
+
+  /** Insert an account with its initial phone prekeys (one transaction). Throws on duplicate pn/lid. */
+  insertAccount(a: AccountRow, preKeys: Array<{ keyId: number; pub: Buffer; priv: Buffer }>): void {
+    this.transaction(() => {
+      this.s.insertAccount.run({
+        pn: a.pn,
+        lid: a.lid,
+        push_name: a.pushName,
+        registration_id: a.registrationId,
+        identity_pub: a.identityPub,
+        identity_priv: a.identityPriv,
+        signed_prekey_id: a.signedPreKeyId,
+        signed_prekey_pub: a.signedPreKeyPub,
+        signed_prekey_priv: a.signedPreKeyPriv,
+        signed_prekey_sig: a.signedPreKeySig,
+        next_prekey_id: a.nextPreKeyId,
+        next_device_id: a.nextDeviceId,
+        created_at: a.createdAt
+      });
+      for (const k of preKeys) this.s.insertPhonePreKey.run(a.pn, k.keyId, k.pub, k.priv);
+    });
+  }
+
+  /** Reserve the next companion device id (≥ 1) of an account. */
+  allocateDeviceId(pn: string): number {
+    const r = this.s.allocateDeviceId.get(pn);
+    if (!r) throw new Error(`no account ${pn}`);
+    return r.id;
+  }
+
+  // ---- phone prekeys ------------------------------------------------------------------------
+
+  /** Hand out the lowest unused one-time prekey of a phone (marks it handed out; the private half stays until used). */
+  takePhonePreKey(pn: string): PreKey | undefined {
+    const r = this.s.takePhonePreKey.get(pn, pn);
+    return r && { keyId: r.key_id, pub: r.pub };
+  }
+
+  countPhonePreKeys(pn: string): number {
+    return this.s.countPhonePreKeys.get(pn)?.n ?? 0;
+  }
+
+  addPhonePreKeys(pn: string, keys: Array<{ keyId: number; pub: Buffer; priv: Buffer }>, nextPreKeyId: number): void {
+    this.transaction(() => {
+      for (const k of keys) this.s.insertPhonePreKey.run(pn, k.keyId, k.pub, k.priv);
+      this.s.setNextPreKeyId.run(nextPreKeyId, pn);
+    });
+  }
+
+  getPhonePreKey(pn: string, keyId: number): { pub: Buffer; priv: Buffer } | undefined {
+    return this.s.getPhonePreKey.get(pn, keyId);
+  }
+
+  /** Queue removal of a used phone prekey (libsignal `removePreKey`). */
+  removePhonePreKey(pn: string, keyId: number): void {
+    this.enqueue(() => this.s.deletePhonePreKey.run(pn, keyId));
+  }
+
+  // ---- libsignal sessions / identities ------------------------------------------------------
+
+  /** Serialized libsignal SessionRecord (JSON text) of phone `pn` with remote `address`, including queued writes. */
+  loadSession(pn: string, address: string): string | undefined {
+    const key = sessionKey(pn, address);
+    const cached = this.sessionCache.get(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const record = this.s.getSession.get(pn, address)?.record;
+    this.sessionCache.set(key, record ?? null);
+    return record;
+  }
+
+  /** Queue a session write (visible to `loadSession` at once, durable after `commit()`). */
+  storeSession(pn: string, address: string, record: string): void {
+    this.sessionCache.set(sessionKey(pn, address), record);
+    this.enqueue(() => this.s.putSession.run(pn, address, record));
+  }
+
+  /** Drop every phone's session with a remote address (e.g. a removed companion). */
+  deleteSessionsForAddress(address: string): void {
+    for (const key of this.sessionCache.keys()) {
+      if (key.endsWith(`\u0000${address}`)) this.sessionCache.delete(key);
+    }
+    this.enqueue(() => this.s.deleteSessionsForAddress.run(address));
+  }
+
+  getIdentity(pn: string, address: string): Buffer | undefined {
+    return this.s.getIdentity.get(pn, address)?.identity_key;
+  }
+
+  /** Queue an identity-key write (trust on first use bookkeeping). */
+  storeIdentity(pn: string, address: string, key: Buffer): void {
+    this.enqueue(() => this.s.putIdentity.run(pn, address, key));
+  }
+
+  // ---- companion devices --------------------------------------------------------------------
+
+  insertDevice(d: DeviceRow): void {
+    this.s.insertDevice.run({
+      pn: d.pn,
+      device_id: d.deviceId,
+      key_index: d.keyIndex,
+      noise_pub: d.noisePub,
+      registration_id: d.registrationId,
+      identity_pub: d.identityPub,
+      signed_prekey_id: d.signedPreKeyId,
+      signed_prekey_pub: d.signedPreKeyPub,
+      signed_prekey_sig: d.signedPreKeySig,
+      platform: d.platform,
+      bundle_uploaded: d.bundleUploaded ? 1 : 0,
+      history_sent: d.historySent ? 1 : 0,
+      created_at: d.createdAt,
+      last_seen_at: d.lastSeenAt
+    });
+  }
+
+  getDevice(pn: string, deviceId: number): DeviceRow | undefined {
+    const r = this.s.getDevice.get(pn, deviceId);
+    return r && toDevice(r);
+  }
+
+  listDevices(pn: string): DeviceRow[] {
+    return this.s.listDevices.all(pn).map(toDevice);
+  }
+
+  /** Remove a companion (cascades its prekeys and undelivered queue). */
+  deleteDevice(pn: string, deviceId: number): void {
+    this.s.deleteDevice.run(pn, deviceId);
+  }
+
+  /** Store a companion's prekey upload (`iq set encrypt`): bundle identity + one-time prekeys, one transaction. */
+  saveDeviceBundle(pn: string, deviceId: number, b: DeviceBundleUpload): void {
+    this.transaction(() => {
+      this.s.setDeviceBundle.run(
+        b.registrationId,
+        b.identityPub,
+        b.signedPreKeyId,
+        b.signedPreKeyPub,
+        b.signedPreKeySig,
+        pn,
+        deviceId
+      );
+      for (const k of b.preKeys) this.s.insertDevicePreKey.run(pn, deviceId, k.keyId, k.pub);
+    });
+  }
+
+  setDeviceSignedPreKey(pn: string, deviceId: number, keyId: number, pub: Buffer, sig: Buffer): void {
+    this.s.setDeviceSignedPreKey.run(keyId, pub, sig, pn, deviceId);
+  }
+
+  markHistorySent(pn: string, deviceId: number): void {
+    this.s.markHistorySent.run(pn, deviceId);
+  }
+
+  touchDevice(pn: string, deviceId: number): void {
+    this.s.touchDevice.run(nowSeconds(), pn, deviceId);
+  }
+
+  /** Hand out (and delete) the lowest uploaded one-time prekey of a companion. */
+  takeDevicePreKey(pn: string, deviceId: number): PreKey | undefined {
+    const r = this.s.takeDevicePreKey.get(pn, deviceId, pn, deviceId);
+    return r && { keyId: r.key_id, pub: r.pub };
+  }
+
+  countDevicePreKeys(pn: string, deviceId: number): number {
+    return this.s.countDevicePreKeys.get(pn, deviceId)?.n ?? 0;
+  }
+
+  // ---- messages -----------------------------------------------------------------------------
+
+  /** Queue a message insert (ignored if `(fromPn, msgId)` already exists); durable after `commit()`. */
+  enqueueMessage(m: NewMessage): void {
+    this.enqueue(() => this.insertMessageNow(m));
+  }
+
+  /** Insert a message inside the caller's transaction / write closure. */
+  insertMessageNow(m: NewMessage): boolean {
+    return this.s.insertMessage.run(m.msgId, m.fromPn, m.toPn, m.ts, m.text, m.message).changes > 0;
+  }
+
+  /** Messages received by `pn`'s phone, oldest first. */
+  listReceived(pn: string): MessageRow[] {
+    return this.s.listReceived.all(pn).map(toMessage);
+  }
+
+  /** Every message sent or received by `pn`, oldest first. */
+  listInvolving(pn: string): MessageRow[] {
+    return this.s.listInvolving.all(pn, pn).map(toMessage);
+  }
+
+  // ---- outbox -------------------------------------------------------------------------------
+
+  /** Insert outbox rows inside the caller's transaction / write closure (duplicates ignored). */
+  insertOutboxNow(rows: NewOutbox[]): void {
+    const t = nowSeconds();
+    for (const r of rows) {
+      this.s.insertOutbox.run(
+        r.pn,
+        r.deviceId,
+        r.msgId,
+        r.senderPn,
+        JSON.stringify(r.attrs),
+        r.plaintext,
+        r.encType,
+        r.ciphertext,
+        t
+      );
+    }
+  }
+
+  /** Up to `limit` queued rows for a companion with `seq > afterSeq`, in order. */
+  listOutbox(pn: string, deviceId: number, afterSeq: number, limit: number): OutboxRow[] {
+    return this.s.listOutbox.all(pn, deviceId, afterSeq, limit).map(toOutbox);
+  }
+
+  getOutboxByMsgId(pn: string, deviceId: number, msgId: string): OutboxRow | undefined {
+    const r = this.s.getOutboxByMsgId.get(pn, deviceId, msgId);
+    return r && toOutbox(r);
+  }
+
+  /** Highest outbox seq ever assigned so far (0 if none). */
+  maxOutboxSeq(): number {
+    return this.s.maxOutboxSeq.get()?.m ?? 0;
+  }
+
+  /** Queue deletion of delivered rows (by message id); durable after `commit()`. */
+  deleteOutbox(pn: string, deviceId: number, msgIds: string[]): void {
+    this.enqueue(() => {
+      for (const id of msgIds) this.s.deleteOutbox.run(pn, deviceId, id);
+    });
+  }
+
+  bumpOutboxAttempts(seq: number): void {
+    this.enqueue(() => this.s.bumpOutboxAttempts.run(seq));
+  }
+
+  /** Flush queued writes and close the file. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    this.db.close();
+  }
+}
