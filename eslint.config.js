@@ -1,0 +1,17 @@
+// Lint rules: typescript-eslint's recommended set, plus the layering rule of DESIGN.md §2 —
+// nothing outside main/ and preload/ may import electron.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['service/**/*.ts', 'test/**/*.ts', 'renderer/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: [{ name: 'electron', message: 'Only main/ and preload/ may import electron.' }] }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+);

@@ -1,0 +1,76 @@
+/**
+ * Runs the real `switchboard` CLI as a child process for end-to-end tests: `serve` until its
+ * `API:`/`Sandbox:` lines appear, and one-shot commands such as `token create`.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/switchboard.js');
+
+export interface ServiceProcess {
+  apiUrl: string;
+  sandboxUrl: string | undefined;
+  child: ChildProcess;
+  /** Everything the process wrote to stderr so far (logs), for failure messages. */
+  stderr(): string;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `switchboard serve ARGS` and waits until it printed its URL lines (API, and Sandbox when `--sandbox`). */
+export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [bin, 'serve', ...args], {
+    cwd: root,
+    env: { ...process.env, SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_LOG_LEVEL ?? 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const wantSandbox = args.includes('--sandbox');
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const urls = await new Promise<{ api: string; sandbox?: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not print its URLs in time; stderr:\n${err}`)), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const api = /^API: (\S+)$/m.exec(out)?.[1];
+      const sandbox = /^Sandbox: (\S+)$/m.exec(out)?.[1];
+      if (api && (!wantSandbox || sandbox)) {
+        clearTimeout(timer);
+        resolve({ api, sandbox });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code} before printing its URLs; stderr:\n${err}`));
+    });
+  });
+  return {
+    apiUrl: urls.api,
+    sandboxUrl: urls.sandbox,
+    child,
+    stderr: () => err,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs a one-shot CLI command and returns its stdout, stderr and exit code. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+    });
+    return { stdout, stderr, code: 0 };
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: err.stdout ?? '', stderr: err.stderr ?? '', code: err.code ?? 1 };
+  }
+}

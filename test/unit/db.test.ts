@@ -1,0 +1,160 @@
+/**
+ * The data layer on real SQLite files: migrations, refusal of foreign/corrupt files without touching them,
+ * keyset paging of messages, the per-user event log and transactional event publication.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DatabaseOpenError, openDatabase } from '../../service/db/database.ts';
+import { decodeCursor, encodeCursor, messageIdOf, parseMessageId, type StoredMessage } from '../../service/db/messages.ts';
+import { openStore, type Store } from '../../service/db/store.ts';
+import type { LoggedEvent } from '../../service/db/events.ts';
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-db-'));
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const sha = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+describe('openDatabase', () => {
+  it('creates the schema once and reopens an existing database', () => {
+    const file = path.join(dir, 'a.db');
+    const db = openDatabase(file);
+    expect(db.pragma('user_version', { simple: true })).toBeGreaterThan(0);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    db.prepare(`INSERT INTO settings (key, value) VALUES ('k', '1')`).run();
+    db.close();
+    const again = openDatabase(file);
+    expect(again.prepare(`SELECT value FROM settings WHERE key = 'k'`).get()).toEqual({ value: '1' });
+    again.close();
+  });
+
+  it('refuses a file that is not a database, and leaves it as it was', () => {
+    const file = path.join(dir, 'garbage.db');
+    fs.writeFileSync(file, Buffer.alloc(8192, 0x5a));
+    const before = sha(file);
+    expect(() => openDatabase(file)).toThrow(DatabaseOpenError);
+    expect(sha(file)).toBe(before);
+  });
+
+  it("refuses another application's SQLite database, and leaves it as it was", () => {
+    const file = path.join(dir, 'foreign.db');
+    const foreign = new Database(file);
+    foreign.exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me');`);
+    foreign.close();
+    const before = sha(file);
+    expect(() => openDatabase(file)).toThrow(/another application/);
+    expect(sha(file)).toBe(before);
+  });
+});
+
+describe('store', () => {
+  let store: Store;
+  let userId: string;
+  let connectionId: string;
+  beforeEach(() => {
+    store = openStore(dir);
+    userId = store.users.create('alice').id;
+    connectionId = store.connections.insert({ id: '11111111-2222-4333-8444-555555555555', userId, name: null, workerId: 'local' }).id;
+  });
+  afterEach(() => store.close());
+
+  const msg = (i: number, timestamp: number): StoredMessage => {
+    const chatId = '15550101@s.whatsapp.net';
+    const keyId = `K${String(i).padStart(4, '0')}`;
+    return {
+      id: messageIdOf(false, chatId, keyId),
+      keyId,
+      chatId,
+      timestamp,
+      fromMe: false,
+      senderJid: chatId,
+      senderPushName: 'Alice',
+      type: 'text',
+      text: `m${i}`,
+      quotedMessageId: null,
+      media: null,
+      ack: null,
+      raw: null,
+    };
+  };
+
+  it('pages a chat newest first without gaps or repeats, also across equal timestamps', () => {
+    // 120 messages, three per second, so page boundaries fall inside runs of equal timestamps.
+    for (let i = 0; i < 120; i++) store.messages.upsert(connectionId, msg(i, 1_700_000_000 + Math.floor(i / 3)));
+    const seen: string[] = [];
+    let before: string | null = null;
+    let pages = 0;
+    let last;
+    do {
+      last = store.messages.page(connectionId, '15550101@s.whatsapp.net', 50, before ? decodeCursor(before) : undefined);
+      seen.push(...last.messages.map((m) => m.text));
+      before = last.nextBefore;
+      pages++;
+    } while (before);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(Array.from({ length: 120 }, (_, i) => `m${119 - i}`));
+    expect(last.historyStartsAt).toBe(1_700_000_000);
+  });
+
+  it('tells an empty chat (historyStartsAt null) from the end of history', () => {
+    const empty = store.messages.page(connectionId, 'nobody@s.whatsapp.net', 50);
+    expect(empty).toEqual({ messages: [], nextBefore: null, historyStartsAt: null });
+  });
+
+  it('round-trips cursors and message ids, and rejects foreign cursors', () => {
+    expect(decodeCursor(encodeCursor(1700000000, 'false_x@s.whatsapp.net_ABC'))).toEqual({ timestamp: 1700000000, id: 'false_x@s.whatsapp.net_ABC' });
+    expect(decodeCursor('not-a-cursor')).toBeUndefined();
+    expect(decodeCursor('')).toBeUndefined();
+    expect(parseMessageId('true_15550101@s.whatsapp.net_3EB0ABC')).toEqual({ fromMe: true, chatId: '15550101@s.whatsapp.net', keyId: '3EB0ABC' });
+    expect(parseMessageId('garbage')).toBeUndefined();
+  });
+
+  it('never lowers an ack, and keeps the first copy of a message', () => {
+    const m = { ...msg(1, 1_700_000_000), fromMe: true, ack: 3 };
+    expect(store.messages.upsert(connectionId, m)).toBe(true);
+    expect(store.messages.upsert(connectionId, { ...m, ack: 1 })).toBe(false);
+    expect(store.messages.get(connectionId, m.id)?.ack).toBe(3);
+    expect(store.messages.setAck(connectionId, m.id, 2)).toBe(false);
+    expect(store.messages.setAck(connectionId, m.id, 4)).toBe(true);
+    expect(store.messages.get(connectionId, m.id)?.ack).toBe(4);
+  });
+
+  it('numbers each user’s events gap-free and publishes them only after commit', () => {
+    const published: LoggedEvent[] = [];
+    store.bus.subscribe(userId, (e) => published.push(e));
+    store.appendEvent(userId, connectionId, 'a', {});
+    expect(() =>
+      store.tx(() => {
+        store.appendEvent(userId, connectionId, 'rolled-back', {});
+        expect(published.map((e) => e.event)).toEqual(['a']); // not yet: inside the transaction
+        throw new Error('abort');
+      }),
+    ).toThrow('abort');
+    store.tx(() => {
+      store.appendEvent(userId, connectionId, 'b', {});
+      store.appendEvent(userId, connectionId, 'c', {});
+    });
+    expect(published.map((e) => [e.seq, e.event])).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+    ]);
+    expect(store.events.after(userId, 1, 10).map((e) => e.event)).toEqual(['b', 'c']);
+    const bob = store.users.create('bob').id;
+    expect(store.appendEvent(bob, null, 'x', {}).seq).toBe(1);
+  });
+
+  it('soft-deleted connections leave the list but keep their record', () => {
+    store.connections.setStatus(connectionId, 'stopped', 'deleted');
+    expect(store.connections.listByUser(userId)).toEqual([]);
+    expect(store.connections.get(connectionId)?.status).toBe('stopped');
+  });
+});
