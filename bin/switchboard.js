@@ -5,4 +5,7 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../service/cli/main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// End the process once the command is done: libraries may leave timers behind after a clean shutdown
+// (Baileys rc14's prekey-upload timeout lingers for 30 s after its socket ends). Flush stdout first.
+process.stdout.write('', () => process.exit(code));

@@ -408,18 +408,28 @@ export class Session {
     });
   }
 
-  /** Stores a message, touches its chat and logs `message` / `message.sent` when it is new. Call inside `tx`. */
+  /**
+   * Stores a message, touches its chat and logs `message` / `message.sent` when it is new, and `message.ack`
+   * when an own message arrives with a higher status than stored: Baileys' event buffer folds a receipt that
+   * comes within the buffer window into the `append` upsert of the sent message instead of a `messages.update`.
+   * Call inside `tx`.
+   */
   #storeMessage(m: StoredMessage): Message {
     const { store } = this.deps;
-    const isNew = store.messages.upsert(this.connectionId, m);
-    if (isNew) {
+    const before = store.messages.get(this.connectionId, m.id);
+    store.messages.upsert(this.connectionId, m);
+    if (!before) {
       store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: m.fromMe ? 0 : 1 });
       if (!m.fromMe && m.senderPushName) {
         store.contacts.upsert(this.connectionId, { jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
       store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
     }
-    return store.messages.get(this.connectionId, m.id)!;
+    const after = store.messages.get(this.connectionId, m.id)!;
+    if (m.fromMe && after.ack !== null && after.ack !== (before?.ack ?? 1)) {
+      store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
+    }
+    return after;
   }
 
   #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {

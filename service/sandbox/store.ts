@@ -4,8 +4,8 @@
  * libsignal sessions/identities, linked companion devices and their uploaded prekey bundles,
  * conversations, and the per-companion undelivered queue ("outbox").
  *
- * Owns: schema + migrations (`PRAGMA user_version`), every SQL statement (nothing else in the sandbox
- * writes SQL), and the group-commit writer: hot-path writes (Signal session updates, received
+ * Owns: every SQL statement (nothing else in the sandbox writes SQL; the schema is in `schema.ts`),
+ * and the group-commit writer: hot-path writes (Signal session updates, received
  * messages) are queued with `enqueue()` and committed together in one transaction by `commit()`,
  * so many concurrent deliveries cost one fsync. Reads of queued-but-uncommitted Signal sessions are
  * served from an in-memory write-through cache.
@@ -16,6 +16,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { migrate } from './schema.ts';
 
 export interface AccountRow {
   pn: string;
@@ -71,6 +72,8 @@ export interface OutboxRow {
   pn: string;
   deviceId: number;
   msgId: string;
+  /** `message` (from a phone), `history` (initial history sync), `relay` (another companion's ciphertext). */
+  kind: OutboxKind;
   /** Account whose phone (device 0) encrypts `plaintext`; null for relayed ciphertext. */
   senderPn: string | null;
   /** Stanza attributes of the `<message>` to deliver (all strings). */
@@ -84,6 +87,7 @@ export interface OutboxRow {
 }
 
 export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts'>;
+export type OutboxKind = 'message' | 'history' | 'relay';
 
 export interface PreKey {
   keyId: number;
@@ -147,6 +151,7 @@ interface OutboxSql {
   pn: string;
   device_id: number;
   msg_id: string;
+  kind: string;
   sender_pn: string | null;
   attrs: string;
   plaintext: Buffer | null;
@@ -154,112 +159,6 @@ interface OutboxSql {
   ciphertext: Buffer | null;
   attempts: number;
 }
-
-const MIGRATIONS: readonly string[] = [
-  `
-  CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
-
-  CREATE TABLE accounts (
-    pn TEXT PRIMARY KEY,
-    lid TEXT NOT NULL UNIQUE,
-    push_name TEXT NOT NULL,
-    registration_id INTEGER NOT NULL,
-    identity_pub BLOB NOT NULL,
-    identity_priv BLOB NOT NULL,
-    signed_prekey_id INTEGER NOT NULL,
-    signed_prekey_pub BLOB NOT NULL,
-    signed_prekey_priv BLOB NOT NULL,
-    signed_prekey_sig BLOB NOT NULL,
-    next_prekey_id INTEGER NOT NULL,
-    next_device_id INTEGER NOT NULL DEFAULT 1,
-    created_at INTEGER NOT NULL
-  );
-
-  -- one-time prekeys of the simulated phones; handed_out = given to a client by 'encrypt key'
-  CREATE TABLE phone_prekeys (
-    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
-    key_id INTEGER NOT NULL,
-    pub BLOB NOT NULL,
-    priv BLOB NOT NULL,
-    handed_out INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (pn, key_id)
-  ) WITHOUT ROWID;
-  CREATE INDEX phone_prekeys_available ON phone_prekeys (pn, handed_out, key_id);
-
-  -- libsignal state of the simulated phones, keyed by the remote libsignal address
-  CREATE TABLE signal_sessions (
-    pn TEXT NOT NULL,
-    address TEXT NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (pn, address)
-  ) WITHOUT ROWID;
-  CREATE TABLE signal_identities (
-    pn TEXT NOT NULL,
-    address TEXT NOT NULL,
-    identity_key BLOB NOT NULL,
-    PRIMARY KEY (pn, address)
-  ) WITHOUT ROWID;
-
-  -- linked companion devices (Baileys clients)
-  CREATE TABLE devices (
-    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
-    device_id INTEGER NOT NULL,
-    key_index INTEGER NOT NULL,
-    noise_pub BLOB NOT NULL,
-    registration_id INTEGER NOT NULL,
-    identity_pub BLOB NOT NULL,
-    signed_prekey_id INTEGER NOT NULL,
-    signed_prekey_pub BLOB NOT NULL,
-    signed_prekey_sig BLOB NOT NULL,
-    platform TEXT,
-    bundle_uploaded INTEGER NOT NULL DEFAULT 0,
-    history_sent INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    last_seen_at INTEGER,
-    PRIMARY KEY (pn, device_id)
-  );
-  CREATE TABLE device_prekeys (
-    pn TEXT NOT NULL,
-    device_id INTEGER NOT NULL,
-    key_id INTEGER NOT NULL,
-    pub BLOB NOT NULL,
-    PRIMARY KEY (pn, device_id, key_id),
-    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
-  ) WITHOUT ROWID;
-
-  -- 1:1 messages between accounts (and to unknown numbers), as the phones know them
-  CREATE TABLE messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    msg_id TEXT NOT NULL,
-    from_pn TEXT NOT NULL,
-    to_pn TEXT NOT NULL,
-    ts INTEGER NOT NULL,
-    text TEXT,
-    message BLOB NOT NULL,
-    UNIQUE (from_pn, msg_id)
-  );
-  CREATE INDEX messages_to ON messages (to_pn, ts, seq);
-  CREATE INDEX messages_from ON messages (from_pn, ts, seq);
-
-  -- undelivered stanzas per companion; a row is deleted only when the client's receipt arrives
-  CREATE TABLE outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    pn TEXT NOT NULL,
-    device_id INTEGER NOT NULL,
-    msg_id TEXT NOT NULL,
-    sender_pn TEXT,
-    attrs TEXT NOT NULL,
-    plaintext BLOB,
-    enc_type TEXT,
-    ciphertext BLOB,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    UNIQUE (pn, device_id, msg_id),
-    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
-  );
-  CREATE INDEX outbox_device ON outbox (pn, device_id, seq);
-  `
-];
 
 const toAccount = (r: AccountSql): AccountRow => ({
   pn: r.pn,
@@ -274,7 +173,7 @@ const toAccount = (r: AccountSql): AccountRow => ({
   signedPreKeySig: r.signed_prekey_sig,
   nextPreKeyId: r.next_prekey_id,
   nextDeviceId: r.next_device_id,
-  createdAt: r.created_at
+  createdAt: r.created_at,
 });
 
 const toDevice = (r: DeviceSql): DeviceRow => ({
@@ -291,7 +190,7 @@ const toDevice = (r: DeviceSql): DeviceRow => ({
   bundleUploaded: r.bundle_uploaded !== 0,
   historySent: r.history_sent !== 0,
   createdAt: r.created_at,
-  lastSeenAt: r.last_seen_at
+  lastSeenAt: r.last_seen_at,
 });
 
 const toMessage = (r: MessageSql): MessageRow => ({
@@ -301,7 +200,7 @@ const toMessage = (r: MessageSql): MessageRow => ({
   toPn: r.to_pn,
   ts: r.ts,
   text: r.text,
-  message: r.message
+  message: r.message,
 });
 
 const toOutbox = (r: OutboxSql): OutboxRow => ({
@@ -309,12 +208,13 @@ const toOutbox = (r: OutboxSql): OutboxRow => ({
   pn: r.pn,
   deviceId: r.device_id,
   msgId: r.msg_id,
+  kind: r.kind as OutboxKind,
   senderPn: r.sender_pn,
   attrs: JSON.parse(r.attrs) as Record<string, string>,
   plaintext: r.plaintext,
   encType: r.enc_type,
   ciphertext: r.ciphertext,
-  attempts: r.attempts
+  attempts: r.attempts,
 });
 
 /** Every SQL statement of the sandbox, prepared once. */
@@ -330,94 +230,103 @@ function prepareStatements(db: Database.Database) {
       `INSERT INTO accounts (pn, lid, push_name, registration_id, identity_pub, identity_priv, signed_prekey_id,
          signed_prekey_pub, signed_prekey_priv, signed_prekey_sig, next_prekey_id, next_device_id, created_at)
        VALUES (@pn, @lid, @push_name, @registration_id, @identity_pub, @identity_priv, @signed_prekey_id,
-         @signed_prekey_pub, @signed_prekey_priv, @signed_prekey_sig, @next_prekey_id, @next_device_id, @created_at)`
+         @signed_prekey_pub, @signed_prekey_priv, @signed_prekey_sig, @next_prekey_id, @next_device_id, @created_at)`,
     ),
     allocateDeviceId: db.prepare<[string], { id: number }>(
-      'UPDATE accounts SET next_device_id = next_device_id + 1 WHERE pn = ? RETURNING next_device_id - 1 AS id'
+      'UPDATE accounts SET next_device_id = next_device_id + 1 WHERE pn = ? RETURNING next_device_id - 1 AS id',
     ),
     setNextPreKeyId: db.prepare<[number, string]>('UPDATE accounts SET next_prekey_id = ? WHERE pn = ?'),
     insertPhonePreKey: db.prepare<[string, number, Buffer, Buffer]>(
-      'INSERT INTO phone_prekeys (pn, key_id, pub, priv) VALUES (?, ?, ?, ?)'
+      'INSERT INTO phone_prekeys (pn, key_id, pub, priv) VALUES (?, ?, ?, ?)',
     ),
     takePhonePreKey: db.prepare<[string, string], { key_id: number; pub: Buffer }>(
       `UPDATE phone_prekeys SET handed_out = 1
        WHERE pn = ? AND key_id = (SELECT key_id FROM phone_prekeys WHERE pn = ? AND handed_out = 0 ORDER BY key_id LIMIT 1)
-       RETURNING key_id, pub`
+       RETURNING key_id, pub`,
     ),
     countPhonePreKeys: db.prepare<[string], { n: number }>(
-      'SELECT count(*) AS n FROM phone_prekeys WHERE pn = ? AND handed_out = 0'
+      'SELECT count(*) AS n FROM phone_prekeys WHERE pn = ? AND handed_out = 0',
     ),
     getPhonePreKey: db.prepare<[string, number], { pub: Buffer; priv: Buffer }>(
-      'SELECT pub, priv FROM phone_prekeys WHERE pn = ? AND key_id = ?'
+      'SELECT pub, priv FROM phone_prekeys WHERE pn = ? AND key_id = ?',
     ),
     deletePhonePreKey: db.prepare<[string, number]>('DELETE FROM phone_prekeys WHERE pn = ? AND key_id = ?'),
     getSession: db.prepare<[string, string], { record: string }>(
-      'SELECT record FROM signal_sessions WHERE pn = ? AND address = ?'
+      'SELECT record FROM signal_sessions WHERE pn = ? AND address = ?',
     ),
     putSession: db.prepare<[string, string, string]>(
-      'INSERT OR REPLACE INTO signal_sessions (pn, address, record) VALUES (?, ?, ?)'
+      'INSERT OR REPLACE INTO signal_sessions (pn, address, record) VALUES (?, ?, ?)',
     ),
     deleteSessionsForAddress: db.prepare<[string]>('DELETE FROM signal_sessions WHERE address = ?'),
     getIdentity: db.prepare<[string, string], { identity_key: Buffer }>(
-      'SELECT identity_key FROM signal_identities WHERE pn = ? AND address = ?'
+      'SELECT identity_key FROM signal_identities WHERE pn = ? AND address = ?',
     ),
     putIdentity: db.prepare<[string, string, Buffer]>(
-      'INSERT OR REPLACE INTO signal_identities (pn, address, identity_key) VALUES (?, ?, ?)'
+      'INSERT OR REPLACE INTO signal_identities (pn, address, identity_key) VALUES (?, ?, ?)',
     ),
     insertDevice: db.prepare<[DeviceSql]>(
       `INSERT INTO devices (pn, device_id, key_index, noise_pub, registration_id, identity_pub, signed_prekey_id,
          signed_prekey_pub, signed_prekey_sig, platform, bundle_uploaded, history_sent, created_at, last_seen_at)
        VALUES (@pn, @device_id, @key_index, @noise_pub, @registration_id, @identity_pub, @signed_prekey_id,
-         @signed_prekey_pub, @signed_prekey_sig, @platform, @bundle_uploaded, @history_sent, @created_at, @last_seen_at)`
+         @signed_prekey_pub, @signed_prekey_sig, @platform, @bundle_uploaded, @history_sent, @created_at, @last_seen_at)`,
     ),
     getDevice: db.prepare<[string, number], DeviceSql>('SELECT * FROM devices WHERE pn = ? AND device_id = ?'),
     listDevices: db.prepare<[string], DeviceSql>('SELECT * FROM devices WHERE pn = ? ORDER BY device_id'),
     deleteDevice: db.prepare<[string, number]>('DELETE FROM devices WHERE pn = ? AND device_id = ?'),
     setDeviceBundle: db.prepare<[number, Buffer, number, Buffer, Buffer, string, number]>(
       `UPDATE devices SET registration_id = ?, identity_pub = ?, signed_prekey_id = ?, signed_prekey_pub = ?,
-         signed_prekey_sig = ?, bundle_uploaded = 1 WHERE pn = ? AND device_id = ?`
+         signed_prekey_sig = ?, bundle_uploaded = 1 WHERE pn = ? AND device_id = ?`,
     ),
     setDeviceSignedPreKey: db.prepare<[number, Buffer, Buffer, string, number]>(
-      'UPDATE devices SET signed_prekey_id = ?, signed_prekey_pub = ?, signed_prekey_sig = ? WHERE pn = ? AND device_id = ?'
+      'UPDATE devices SET signed_prekey_id = ?, signed_prekey_pub = ?, signed_prekey_sig = ? WHERE pn = ? AND device_id = ?',
     ),
     markHistorySent: db.prepare<[string, number]>('UPDATE devices SET history_sent = 1 WHERE pn = ? AND device_id = ?'),
-    touchDevice: db.prepare<[number, string, number]>('UPDATE devices SET last_seen_at = ? WHERE pn = ? AND device_id = ?'),
+    touchDevice: db.prepare<[number, string, number]>(
+      'UPDATE devices SET last_seen_at = ? WHERE pn = ? AND device_id = ?',
+    ),
     insertDevicePreKey: db.prepare<[string, number, number, Buffer]>(
-      'INSERT OR REPLACE INTO device_prekeys (pn, device_id, key_id, pub) VALUES (?, ?, ?, ?)'
+      'INSERT OR REPLACE INTO device_prekeys (pn, device_id, key_id, pub) VALUES (?, ?, ?, ?)',
     ),
     takeDevicePreKey: db.prepare<[string, number, string, number], { key_id: number; pub: Buffer }>(
       `DELETE FROM device_prekeys
        WHERE pn = ? AND device_id = ? AND key_id = (SELECT key_id FROM device_prekeys WHERE pn = ? AND device_id = ? ORDER BY key_id LIMIT 1)
-       RETURNING key_id, pub`
+       RETURNING key_id, pub`,
     ),
     countDevicePreKeys: db.prepare<[string, number], { n: number }>(
-      'SELECT count(*) AS n FROM device_prekeys WHERE pn = ? AND device_id = ?'
+      'SELECT count(*) AS n FROM device_prekeys WHERE pn = ? AND device_id = ?',
     ),
     insertMessage: db.prepare<[string, string, string, number, string | null, Buffer]>(
-      'INSERT OR IGNORE INTO messages (msg_id, from_pn, to_pn, ts, text, message) VALUES (?, ?, ?, ?, ?, ?)'
+      'INSERT OR IGNORE INTO messages (msg_id, from_pn, to_pn, ts, text, message) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     listReceived: db.prepare<[string], MessageSql>(
-      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? ORDER BY ts, seq'
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? ORDER BY ts, seq',
     ),
     listInvolving: db.prepare<[string, string], MessageSql>(
       `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE from_pn = ?
        UNION ALL
        SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? AND from_pn <> to_pn
-       ORDER BY ts, seq`
+       ORDER BY ts, seq`,
     ),
-    insertOutbox: db.prepare<[string, number, string, string | null, string, Buffer | null, string | null, Buffer | null, number]>(
-      `INSERT OR IGNORE INTO outbox (pn, device_id, msg_id, sender_pn, attrs, plaintext, enc_type, ciphertext, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    insertOutbox: db.prepare<
+      [string, number, string, string, string | null, string, Buffer | null, string | null, Buffer | null, number]
+    >(
+      `INSERT OR IGNORE INTO outbox (pn, device_id, msg_id, kind, sender_pn, attrs, plaintext, enc_type, ciphertext, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     listOutbox: db.prepare<[string, number, number, number], OutboxSql>(
-      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND seq > ? ORDER BY seq LIMIT ?'
+      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
     getOutboxByMsgId: db.prepare<[string, number, string], OutboxSql>(
-      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?'
+      'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?',
     ),
     maxOutboxSeq: db.prepare<[], { m: number | null }>('SELECT max(seq) AS m FROM outbox'),
-    deleteOutbox: db.prepare<[string, number, string]>('DELETE FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?'),
-    bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?')
+    hasOutboxKind: db.prepare<[string, number, string], { one: number }>(
+      'SELECT 1 AS one FROM outbox WHERE pn = ? AND device_id = ? AND kind = ? LIMIT 1',
+    ),
+    deleteOutbox: db.prepare<[string, number, string]>(
+      'DELETE FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?',
+    ),
+    bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?'),
   };
 }
 
@@ -428,6 +337,7 @@ const sessionKey = (pn: string, address: string): string => `${pn}\u0000${addres
 export class Store {
   readonly db: Database.Database;
   private readonly sessionCache = new Map<string, string | null>();
+  private readonly identityCache = new Map<string, Buffer | null>();
   private pendingWrites: Array<() => void> = [];
   private waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private commitScheduled = false;
@@ -446,22 +356,8 @@ export class Store {
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
-    this.migrate();
+    migrate(this.db);
     this.s = prepareStatements(this.db);
-  }
-
-  private migrate(): void {
-    const current = this.db.pragma('user_version', { simple: true }) as number;
-    if (current > MIGRATIONS.length) {
-      throw new Error(`sandbox database schema v${current} is newer than this build (v${MIGRATIONS.length})`);
-    }
-    for (let v = current; v < MIGRATIONS.length; v++) {
-      const sql = MIGRATIONS[v] ?? '';
-      this.db.transaction(() => {
-        this.db.exec(sql);
-        this.db.pragma(`user_version = ${v + 1}`);
-      })();
-    }
   }
 
   // ---- group commit -------------------------------------------------------------------------
@@ -476,6 +372,7 @@ export class Store {
    * Resolves once durable; rejects if the transaction failed (its writes are then lost).
    */
   commit(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('sandbox store is closed'));
     return new Promise((resolve, reject) => {
       this.waiters.push({ resolve, reject });
       if (!this.commitScheduled) {
@@ -491,14 +388,21 @@ export class Store {
     const waiters = this.waiters;
     this.pendingWrites = [];
     this.waiters = [];
+    if (this.closed) {
+      for (const w of waiters) w.reject(new Error('sandbox store is closed'));
+      return;
+    }
     try {
-      if (writes.length && !this.closed) {
+      if (writes.length) {
         this.db.transaction(() => {
           for (const write of writes) write();
         })();
       }
       for (const w of waiters) w.resolve();
     } catch (err) {
+      // the cache may now be ahead of the file: forget it so reads come from what is durable
+      this.sessionCache.clear();
+      this.identityCache.clear();
       for (const w of waiters) w.reject(err);
     }
   }
@@ -554,7 +458,7 @@ export class Store {
         signed_prekey_sig: a.signedPreKeySig,
         next_prekey_id: a.nextPreKeyId,
         next_device_id: a.nextDeviceId,
-        created_at: a.createdAt
+        created_at: a.createdAt,
       });
       for (const k of preKeys) this.s.insertPhonePreKey.run(a.pn, k.keyId, k.pub, k.priv);
     });
@@ -621,12 +525,19 @@ export class Store {
     this.enqueue(() => this.s.deleteSessionsForAddress.run(address));
   }
 
+  /** Remote identity key a phone last saw for `address` (cached; includes queued writes). */
   getIdentity(pn: string, address: string): Buffer | undefined {
-    return this.s.getIdentity.get(pn, address)?.identity_key;
+    const key = sessionKey(pn, address);
+    const cached = this.identityCache.get(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const value = this.s.getIdentity.get(pn, address)?.identity_key;
+    this.identityCache.set(key, value ?? null);
+    return value;
   }
 
   /** Queue an identity-key write (trust on first use bookkeeping). */
   storeIdentity(pn: string, address: string, key: Buffer): void {
+    this.identityCache.set(sessionKey(pn, address), key);
     this.enqueue(() => this.s.putIdentity.run(pn, address, key));
   }
 
@@ -647,7 +558,7 @@ export class Store {
       bundle_uploaded: d.bundleUploaded ? 1 : 0,
       history_sent: d.historySent ? 1 : 0,
       created_at: d.createdAt,
-      last_seen_at: d.lastSeenAt
+      last_seen_at: d.lastSeenAt,
     });
   }
 
@@ -675,7 +586,7 @@ export class Store {
         b.signedPreKeyPub,
         b.signedPreKeySig,
         pn,
-        deviceId
+        deviceId,
       );
       for (const k of b.preKeys) this.s.insertDevicePreKey.run(pn, deviceId, k.keyId, k.pub);
     });
@@ -735,12 +646,13 @@ export class Store {
         r.pn,
         r.deviceId,
         r.msgId,
+        r.kind,
         r.senderPn,
         JSON.stringify(r.attrs),
         r.plaintext,
         r.encType,
         r.ciphertext,
-        t
+        t,
       );
     }
   }
@@ -758,6 +670,11 @@ export class Store {
   /** Highest outbox seq ever assigned so far (0 if none). */
   maxOutboxSeq(): number {
     return this.s.maxOutboxSeq.get()?.m ?? 0;
+  }
+
+  /** Whether a companion has an undelivered row of `kind`. */
+  hasOutboxKind(pn: string, deviceId: number, kind: OutboxKind): boolean {
+    return this.s.hasOutboxKind.get(pn, deviceId, kind) !== undefined;
   }
 
   /** Queue deletion of delivered rows (by message id); durable after `commit()`. */

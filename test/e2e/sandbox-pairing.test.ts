@@ -51,7 +51,8 @@ describe('sandbox: pair by QR and exchange text messages end to end', () => {
     });
     return { status: res.status, body: await res.json() };
   };
-  const connection = async () => (await api('GET', `/connections/${connectionId}`)).body as { status: string; phoneNumber: string | null };
+  let lastStatus: unknown;
+  const connection = async () => (lastStatus = (await api('GET', `/connections/${connectionId}`)).body) as { status: string; phoneNumber: string | null };
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-e2e-'));
@@ -181,7 +182,9 @@ describe('sandbox: pair by QR and exchange text messages end to end', () => {
     expect(await service.stop('SIGTERM')).toBe(0);
     const startedAt = Date.now();
     service = await startServe(['--sandbox', '--port', '0', '--data-dir', dataDir]);
-    await waitFor('online after restart', async () => ((await connection()).status === 'online' ? true : undefined), { timeoutMs: 30_000 });
+    await waitFor('online after restart', async () => ((await connection()).status === 'online' ? true : undefined), { timeoutMs: 20_000 }).catch((err) => {
+      throw new Error(`${String(err)}; status: ${JSON.stringify(lastStatus)}; stderr:\n${service.stderr().slice(-4000)}`);
+    });
     console.log(`[measure] restart → online: ${Date.now() - startedAt} ms`);
 
     const page = await api('GET', `/connections/${connectionId}/chats/${ALICE_JID}/messages`);

@@ -1,6 +1,9 @@
 /** Decodes the QR code in a `data:image/png;base64,…` URL (as GET /connections/:id/qr returns) with jsQR. */
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
+
+// jsqr is CommonJS with `exports.default`; under NodeNext the default import is the module object.
+const jsQR = (jsQRModule as unknown as { default: typeof jsQRModule.default }).default;
 
 export function decodeQrDataUrl(dataUrl: string): string {
   const m = /^data:image\/png;base64,(.+)$/.exec(dataUrl);

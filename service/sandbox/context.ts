@@ -1,0 +1,30 @@
+/**
+ * The wiring shared by the sandbox's parts (one instance per running sandbox), so modules depend on
+ * interfaces of each other rather than on construction order.
+ */
+import type { Logger } from 'pino';
+import type { Accounts } from './accounts.ts';
+import type { ServerIdentity } from './certs.ts';
+import type { Delivery } from './delivery.ts';
+import type { Messaging } from './messaging.ts';
+import type { Pairing } from './pairing.ts';
+import type { Phones } from './signal-device.ts';
+import type { Store } from './store.ts';
+
+export interface SandboxContext {
+  store: Store;
+  logger: Logger;
+  identity: ServerIdentity;
+  accounts: Accounts;
+  phones: Phones;
+  pairing: Pairing;
+  delivery: Delivery;
+  messaging: Messaging;
+  /** `host:port` of the sandbox, advertised as the media host in `media_conn` answers. */
+  mediaHost(): string;
+}
+
+/** Unix time in seconds, as a string (binary-node attribute values must be strings). */
+export function unixNow(): string {
+  return String(Math.floor(Date.now() / 1000));
+}

@@ -1,0 +1,417 @@
+/**
+ * Delivery to companions: the registry of logged-in companions and the per-companion pump that turns
+ * durable outbox rows into `<message>` stanzas (brief §B5, §B8, pitfalls D17/D18).
+ *
+ * Owns:
+ * - which connection currently speaks for `(account, device)` (a newer login replaces the older one
+ *   with `<conflict type="replaced"/>`);
+ * - the login tail: first login waits for the prekey upload, then queues the inline history sync;
+ *   re-logins flush the queue with `offline="1"` before `<ib><offline count/>`;
+ * - the pump: rows are encrypted at delivery time from the sender's phone (pkmsg first, msg after),
+ *   the session state is committed *before* the ciphertext is written, and a row is deleted only when the
+ *   client's `<receipt>` (or a terminal `<ack error>`) for it arrives — a crash means redelivery, never loss;
+ * - retry receipts (re-key from the receipt's `<keys>` and re-encrypt), prekey-low notifications,
+ *   device-list change notifications and unlinking companions.
+ */
+import {
+  generateMessageIDV2,
+  getBinaryNodeChild,
+  getBinaryNodeChildren,
+  proto,
+  writeRandomPadMax16,
+  type BinaryNode,
+} from '@whiskeysockets/baileys';
+import { buildHistorySyncMessage } from './history.ts';
+import { unixNow, type SandboxContext } from './context.ts';
+import type { ClientConnection } from './session.ts';
+import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
+import { companionAddress } from './signal-device.ts';
+import { lidJid, pnJid } from './phone-number.ts';
+
+const PUMP_BATCH = 64;
+const MAX_ATTEMPTS = 5;
+/** Baileys uploads more prekeys when a notification reports fewer than this (`MIN_PREKEY_COUNT`). */
+const PREKEY_LOW = 5;
+
+interface Link {
+  conn: ClientConnection;
+  pn: string;
+  deviceId: number;
+  /** Highest outbox seq already sent on this connection. */
+  cursor: number;
+  /** Rows with seq ≤ this existed at login and are sent with `offline="1"`. */
+  offlineUpTo: number;
+  offlineSent: number;
+  /** The companion's bundle is known (uploaded), so the phones can encrypt to it. */
+  ready: boolean;
+  pumping: Promise<void> | undefined;
+  again: boolean;
+  preKeyLowNotified: boolean;
+}
+
+const linkKey = (pn: string, deviceId: number): string => `${pn}:${deviceId}`;
+
+export class Delivery {
+  private readonly links = new Map<string, Link>();
+
+  constructor(private readonly ctx: SandboxContext) {}
+
+  /** Register a freshly logged-in companion; an older connection of the same device is replaced (440). */
+  attach(conn: ClientConnection): void {
+    if (conn.pn === undefined || conn.deviceId === undefined) return;
+    const key = linkKey(conn.pn, conn.deviceId);
+    const old = this.links.get(key);
+    this.links.set(key, {
+      conn,
+      pn: conn.pn,
+      deviceId: conn.deviceId,
+      cursor: 0,
+      offlineUpTo: 0,
+      offlineSent: 0,
+      ready: false,
+      pumping: undefined,
+      again: false,
+      preKeyLowNotified: false,
+    });
+    if (old && old.conn !== conn) {
+      old.conn.log.info('connection replaced by a newer login');
+      old.conn.replaced();
+    }
+  }
+
+  /** Forget a closed connection (if it is still the registered one). */
+  detach(conn: ClientConnection): void {
+    if (conn.pn === undefined || conn.deviceId === undefined) return;
+    const key = linkKey(conn.pn, conn.deviceId);
+    if (this.links.get(key)?.conn === conn) this.links.delete(key);
+  }
+
+  /** Whether a companion is connected and logged in. */
+  isOnline(pn: string, deviceId: number): boolean {
+    return this.links.get(linkKey(pn, deviceId))?.conn.isOnline ?? false;
+  }
+
+  /** Number of logged-in companions. */
+  get onlineCount(): number {
+    return this.links.size;
+  }
+
+  /**
+   * After `<success>`: a returning companion gets its queue (`offline="1"`) then `<ib><offline count=N/>`;
+   * a first login (or one whose history sync is still undelivered) gets `<ib><offline count="0"/>` first,
+   * so the client is in `AwaitingInitialSync` when the history arrives (otherwise it skips the app-state
+   * sync and then waits 20 s for a history that already came).
+   */
+  async onLogin(conn: ClientConnection, device: DeviceRow): Promise<void> {
+    const link = this.link(conn);
+    if (!link) return;
+    const historyPending = !device.historySent || this.ctx.store.hasOutboxKind(device.pn, device.deviceId, 'history');
+    if (!device.bundleUploaded || historyPending) {
+      this.sendOfflineMarker(conn, 0);
+      if (device.bundleUploaded) await this.onBundleUploaded(conn);
+      return;
+    }
+    link.ready = true;
+    link.offlineUpTo = this.ctx.store.maxOutboxSeq();
+    await this.pump(link);
+    this.sendOfflineMarker(conn, link.offlineSent);
+  }
+
+  private sendOfflineMarker(conn: ClientConnection, count: number): void {
+    conn.send({
+      tag: 'ib',
+      attrs: { from: '@s.whatsapp.net' },
+      content: [{ tag: 'offline', attrs: { count: String(count) } }],
+    });
+  }
+
+  /**
+   * The companion uploaded its prekeys (`iq set encrypt`). On the first upload the account's phone queues
+   * the inline history sync (snapshot + "history sent" flag in one synchronous transaction, so every later
+   * message is queued instead), then delivery starts.
+   */
+  async onBundleUploaded(conn: ClientConnection): Promise<void> {
+    const link = this.link(conn);
+    if (!link) return;
+    link.preKeyLowNotified = false;
+    const { store, accounts } = this.ctx;
+    const device = store.getDevice(link.pn, link.deviceId);
+    const account = accounts.get(link.pn);
+    if (!device || !account) return;
+    if (!device.historySent) {
+      store.transaction(() => {
+        const message = buildHistorySyncMessage(store, accounts, account);
+        store.insertOutboxNow([
+          {
+            pn: link.pn,
+            deviceId: link.deviceId,
+            msgId: generateMessageIDV2(pnJid(account.pn)),
+            kind: 'history',
+            senderPn: account.pn,
+            attrs: {
+              from: pnJid(account.pn),
+              type: 'text',
+              category: 'peer',
+              notify: account.pushName,
+              sender_lid: lidJid(account.lid),
+              t: unixNow(),
+            },
+            plaintext: Buffer.from(proto.Message.encode(message).finish()),
+            encType: null,
+            ciphertext: null,
+          },
+        ]);
+        store.markHistorySent(link.pn, link.deviceId);
+      });
+      conn.log.info('queued initial history sync');
+    }
+    link.ready = true;
+    await this.pump(link);
+  }
+
+  /** New rows were committed for a companion: deliver them if it is online. */
+  kick(pn: string, deviceId: number): void {
+    const link = this.links.get(linkKey(pn, deviceId));
+    if (link?.ready) void this.pump(link);
+  }
+
+  private link(conn: ClientConnection): Link | undefined {
+    if (conn.pn === undefined || conn.deviceId === undefined) return undefined;
+    const link = this.links.get(linkKey(conn.pn, conn.deviceId));
+    return link?.conn === conn ? link : undefined;
+  }
+
+  /** Drain the companion's outbox; concurrent kicks coalesce into one more pass. Never rejects. */
+  private pump(link: Link): Promise<void> {
+    if (link.pumping) {
+      link.again = true;
+      return link.pumping;
+    }
+    link.pumping = (async () => {
+      try {
+        do {
+          link.again = false;
+          await this.pumpOnce(link);
+        } while (link.again && link.conn.isOnline);
+      } catch (err) {
+        // after a disconnect/shutdown this is expected (rows stay queued); otherwise it is a real fault
+        if (link.conn.isOnline) link.conn.log.error({ err }, 'delivery pump failed');
+        else link.conn.log.debug({ err }, 'delivery pump stopped');
+      } finally {
+        link.pumping = undefined;
+      }
+    })();
+    return link.pumping;
+  }
+
+  private async pumpOnce(link: Link): Promise<void> {
+    const { store } = this.ctx;
+    for (;;) {
+      if (!link.conn.isOnline) return;
+      const rows = store.listOutbox(link.pn, link.deviceId, link.cursor, PUMP_BATCH);
+      if (!rows.length) return;
+      const device = store.getDevice(link.pn, link.deviceId);
+      if (!device) return;
+      const stanzas: BinaryNode[] = [];
+      for (const row of rows) {
+        link.cursor = row.seq;
+        const offline = row.seq <= link.offlineUpTo;
+        const stanza = await this.buildStanza(link, device, row, offline, undefined);
+        if (!stanza) continue;
+        stanzas.push(stanza);
+        if (offline) link.offlineSent++;
+      }
+      // the phones' session state must be durable before any ciphertext derived from it leaves
+      await store.commit();
+      for (const s of stanzas) link.conn.send(s);
+      link.conn.log.debug({ count: stanzas.length }, 'delivered queued stanzas');
+    }
+  }
+
+  /** Encrypt one outbox row into its `<message>` stanza; undeliverable rows are dropped (logged). */
+  private async buildStanza(
+    link: Link,
+    device: DeviceRow,
+    row: OutboxRow,
+    offline: boolean,
+    retryCount: number | undefined,
+  ): Promise<BinaryNode | undefined> {
+    const { store, phones, accounts } = this.ctx;
+    let type: string;
+    let ciphertext: Buffer;
+    try {
+      if (row.ciphertext && row.encType) {
+        type = row.encType;
+        ciphertext = row.ciphertext;
+      } else if (row.plaintext && row.senderPn) {
+        const companionLid = accounts.get(link.pn)?.lid;
+        if (!companionLid) throw new Error(`no account ${link.pn}`);
+        const enc = await phones.encryptToCompanion(
+          row.senderPn,
+          device,
+          companionLid,
+          writeRandomPadMax16(row.plaintext),
+        );
+        type = enc.type;
+        ciphertext = enc.ciphertext;
+      } else {
+        throw new Error('outbox row has neither plaintext nor ciphertext');
+      }
+    } catch (err) {
+      link.conn.log.error({ err, msgId: row.msgId }, 'cannot encrypt queued message; dropping it');
+      store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+      return undefined;
+    }
+    const attrs: Record<string, string> = { ...row.attrs, id: row.msgId };
+    if (offline) attrs.offline = '1';
+    const encAttrs: Record<string, string> = { v: '2', type };
+    if (retryCount !== undefined) encAttrs.count = String(retryCount);
+    return { tag: 'message', attrs, content: [{ tag: 'enc', attrs: encAttrs, content: ciphertext }] };
+  }
+
+  /**
+   * A `<receipt>` from a companion. Any receipt type except `retry` confirms delivery of the listed ids
+   * (delivery, inactive, read, peer_msg, hist_sync, sender, …) and removes them from its outbox.
+   */
+  async onReceipt(conn: ClientConnection, node: BinaryNode): Promise<void> {
+    const link = this.link(conn);
+    if (!link) return;
+    const ids = [
+      node.attrs.id,
+      ...getBinaryNodeChildren(getBinaryNodeChild(node, 'list'), 'item').map((i) => i.attrs.id),
+    ].filter((id): id is string => !!id);
+    if (node.attrs.type === 'retry') {
+      await this.onRetry(link, node, ids[0]);
+      return;
+    }
+    if (!ids.length) return;
+    this.ctx.store.deleteOutbox(link.pn, link.deviceId, ids);
+    await this.ctx.store.commit();
+  }
+
+  /**
+   * Retry receipt (the client could not decrypt): re-key from `<keys>` if present, re-encrypt and resend.
+   * Gives up after {@link MAX_ATTEMPTS}. Relayed ciphertext cannot be re-encrypted and is dropped.
+   */
+  private async onRetry(link: Link, node: BinaryNode, msgId: string | undefined): Promise<void> {
+    const { store, accounts, phones } = this.ctx;
+    const row = msgId ? store.getOutboxByMsgId(link.pn, link.deviceId, msgId) : undefined;
+    if (!row) return;
+    const retryCount = Number(getBinaryNodeChild(node, 'retry')?.attrs.count ?? '1') || 1;
+    link.conn.log.info({ msgId, retryCount }, 'retry receipt');
+    if (row.attempts + 1 >= MAX_ATTEMPTS || !row.plaintext || !row.senderPn) {
+      store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+      await store.commit();
+      return;
+    }
+    store.bumpOutboxAttempts(row.seq);
+    const keys = getBinaryNodeChild(node, 'keys');
+    const companionLid = accounts.get(link.pn)?.lid;
+    if (keys && companionLid) {
+      const buf = (n: BinaryNode | undefined, tag: string): Buffer | undefined => {
+        const c = getBinaryNodeChild(n, tag)?.content;
+        return c instanceof Uint8Array ? Buffer.from(c) : undefined;
+      };
+      const reg = buf(node, 'registration');
+      const identity = buf(keys, 'identity');
+      const skey = getBinaryNodeChild(keys, 'skey');
+      const skeyId = buf(skey, 'id');
+      const skeyPub = buf(skey, 'value');
+      const skeySig = buf(skey, 'signature');
+      const key = getBinaryNodeChild(keys, 'key');
+      const keyId = buf(key, 'id');
+      const keyPub = buf(key, 'value');
+      if (reg?.length === 4 && identity?.length === 32 && skeyId && skeyPub?.length === 32 && skeySig?.length === 64) {
+        await phones.resetSession(row.senderPn, companionLid, link.deviceId, {
+          registrationId: reg.readUInt32BE(0),
+          identityPub: identity,
+          signedPreKeyId: skeyId.readUIntBE(0, skeyId.length),
+          signedPreKeyPub: skeyPub,
+          signedPreKeySig: skeySig,
+          preKey:
+            keyId && keyPub?.length === 32 ? { keyId: keyId.readUIntBE(0, keyId.length), pub: keyPub } : undefined,
+        });
+      }
+    }
+    const device = store.getDevice(link.pn, link.deviceId);
+    if (!device) return;
+    const stanza = await this.buildStanza(link, device, row, false, retryCount);
+    await store.commit();
+    if (stanza) link.conn.send(stanza);
+  }
+
+  /**
+   * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 accompanies
+   * a retry receipt (handled there) and only counts as an attempt; any other error code is terminal.
+   */
+  async onAck(conn: ClientConnection, node: BinaryNode): Promise<void> {
+    const link = this.link(conn);
+    const error = node.attrs.error;
+    const id = node.attrs.id;
+    if (!link || node.attrs.class !== 'message' || !error || !id) return;
+    const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
+    if (!row) return;
+    conn.log.warn({ msgId: id, error }, 'companion rejected a delivered message');
+    if (error !== '500' || row.attempts + 1 >= MAX_ATTEMPTS) this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
+    else this.ctx.store.bumpOutboxAttempts(row.seq);
+    await this.ctx.store.commit();
+  }
+
+  /** One of a companion's uploaded one-time prekeys was consumed; ask it for more when few remain (§B10). */
+  onDevicePreKeyTaken(pn: string, deviceId: number, remaining: number): void {
+    const link = this.links.get(linkKey(pn, deviceId));
+    if (!link || remaining >= PREKEY_LOW || link.preKeyLowNotified || !link.conn.isOnline) return;
+    link.preKeyLowNotified = true;
+    link.conn.send({
+      tag: 'notification',
+      attrs: { from: '@s.whatsapp.net', type: 'encrypt', id: generateMessageIDV2(), t: unixNow() },
+      content: [{ tag: 'count', attrs: { value: String(remaining) } }],
+    });
+  }
+
+  /**
+   * Tell every other logged-in companion that `account`'s device list changed
+   * (`<notification type="devices"><update><device jid/></update></notification>`), so their 5-minute
+   * device caches are dropped and the next send re-runs usync (`lib/Socket/messages-recv.js
+   * handleDevicesNotification`). Best effort, not queued.
+   */
+  broadcastDeviceChange(pn: string, lidUser: string, deviceId: number): void {
+    for (const link of this.links.values()) {
+      if ((link.pn === pn && link.deviceId === deviceId) || !link.conn.isOnline) continue;
+      link.conn.send({
+        tag: 'notification',
+        attrs: { from: pnJid(pn), type: 'devices', id: generateMessageIDV2(), t: unixNow() },
+        content: [
+          {
+            tag: 'update',
+            attrs: {},
+            content: [
+              { tag: 'device', attrs: { jid: pnJid(pn, deviceId) } },
+              { tag: 'device', attrs: { jid: lidJid(lidUser, deviceId) } },
+            ],
+          },
+        ],
+      });
+    }
+  }
+
+  /**
+   * Unlink a companion: delete it (its prekeys and queue cascade) and the phones' sessions with it, close
+   * its connection with `<failure reason="401"/>` (unless it is `except`, which logged out itself), and
+   * tell the other companions the account's device list changed.
+   * @returns whether the device existed.
+   */
+  unlinkDevice(account: AccountRow, deviceId: number, except?: ClientConnection): boolean {
+    const { store, logger } = this.ctx;
+    if (!store.getDevice(account.pn, deviceId)) return false;
+    store.deleteDevice(account.pn, deviceId);
+    store.deleteSessionsForAddress(companionAddress(account.lid, deviceId).toString());
+    store.commit().catch((err: unknown) => logger.error({ err }, 'failed to persist companion removal'));
+    const key = linkKey(account.pn, deviceId);
+    const link = this.links.get(key);
+    this.links.delete(key);
+    if (link && link.conn !== except) link.conn.fail('401');
+    this.broadcastDeviceChange(account.pn, account.lid, deviceId);
+    return true;
+  }
+}

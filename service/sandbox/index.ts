@@ -1,0 +1,146 @@
+/**
+ * Public entry of the sandbox: a WhatsApp-web-protocol server on loopback with simulated phone accounts,
+ * which an unmodified Baileys rc14 client pairs with, logs into and exchanges Signal messages with.
+ *
+ * One HTTP server serves the admin API (JSON, see `admin-api.ts`) and the WebSocket upgrade at
+ * `/ws/chat` (point Baileys' `waWebSocketUrl` there and set `WA_CERT_DETAILS.PUBLIC_KEY = rootPublicKey`).
+ * All state lives in `<dataDir>/sandbox.db`; a restarted sandbox keeps accounts, linked devices, Signal
+ * sessions and undelivered messages.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { Accounts } from './accounts.ts';
+import { createAdminHandler } from './admin-api.ts';
+import { loadServerIdentity } from './certs.ts';
+import type { SandboxContext } from './context.ts';
+import { Delivery } from './delivery.ts';
+import { Messaging } from './messaging.ts';
+import { Pairing } from './pairing.ts';
+import { seedDemo } from './seed.ts';
+import { ClientConnection } from './session.ts';
+import { Phones } from './signal-device.ts';
+import { Store } from './store.ts';
+
+export interface SandboxOptions {
+  /** Directory for `sandbox.db` (created if missing). */
+  dataDir: string;
+  /** Listen address; default `127.0.0.1`. */
+  host?: string;
+  /** Listen port; `0` (default) picks a free port. */
+  port?: number;
+  /** Parent logger; protocol chatter is logged at debug/trace. Default: pino at `warn`. */
+  logger?: Logger;
+}
+
+export interface Sandbox {
+  /** Admin API base, e.g. `http://127.0.0.1:PORT`. */
+  url: string;
+  /** `ws://127.0.0.1:PORT/ws/chat` — what Baileys' `waWebSocketUrl` is set to. */
+  wsUrl: string;
+  /**
+   * 32-byte Curve25519 root key the Noise cert chain is signed with; assignable as-is to Baileys'
+   * `WA_CERT_DETAILS.PUBLIC_KEY` (hence `Buffer<ArrayBuffer>`).
+   */
+  rootPublicKey: Buffer<ArrayBuffer>;
+  /** Create the demo accounts and chats, only when no accounts exist (idempotent). */
+  seedDemo(): Promise<void>;
+  /** Close client WebSockets, the HTTP server and the database. */
+  close(): Promise<void>;
+}
+
+const WS_PATH = '/ws/chat';
+/** Generous upper bound for one client frame (Noise frames are at most 16 MiB). */
+const MAX_WS_MESSAGE = 32 * 1024 * 1024;
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : port);
+    });
+  });
+}
+
+/**
+ * Start a sandbox: open/migrate the database, load (or create) the server keys, and listen.
+ * @throws if the data dir cannot be used or the port is taken.
+ */
+export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
+  const host = opts.host ?? '127.0.0.1';
+  const logger = (opts.logger ?? pino({ level: 'warn' })).child({ module: 'sandbox' });
+  const store = new Store(opts.dataDir);
+  const identity = loadServerIdentity(store);
+  const accounts = new Accounts(store);
+  let hostPort = '';
+  let wsUrl = '';
+
+  // the parts reference each other through the context; it is complete before any traffic arrives
+  const ctx = { store, logger, identity, accounts, mediaHost: () => hostPort } as SandboxContext;
+  ctx.delivery = new Delivery(ctx);
+  ctx.phones = new Phones(store, accounts, (pn, deviceId, remaining) =>
+    ctx.delivery.onDevicePreKeyTaken(pn, deviceId, remaining),
+  );
+  ctx.pairing = new Pairing(ctx);
+  ctx.messaging = new Messaging(ctx);
+
+  const connections = new Set<ClientConnection>();
+  const server = createServer(createAdminHandler(ctx, () => ({ wsUrl })));
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_WS_MESSAGE, perMessageDeflate: false });
+  server.on('upgrade', (req, socket: Duplex, head) => {
+    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    if (path !== WS_PATH) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const conn = new ClientConnection(ctx, ws);
+      connections.add(conn);
+      ws.on('close', () => connections.delete(conn));
+      conn.log.debug({ remote: req.socket.remoteAddress }, 'client connected');
+    });
+  });
+  server.on('clientError', (err, socket) => {
+    logger.debug({ err }, 'http client error');
+    socket.destroy();
+  });
+
+  let port: number;
+  try {
+    port = await listen(server, opts.port ?? 0, host);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  hostPort = `${urlHost}:${port}`;
+  wsUrl = `ws://${hostPort}${WS_PATH}`;
+  const url = `http://${hostPort}`;
+  logger.info({ url, wsUrl }, 'sandbox listening');
+
+  let closed = false;
+  return {
+    url,
+    wsUrl,
+    rootPublicKey: Buffer.from(identity.rootKey.public),
+    async seedDemo() {
+      if (seedDemo(store, accounts)) logger.info('seeded demo accounts');
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const c of connections) c.terminate();
+      connections.clear();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await store.commit().catch((err) => logger.error({ err }, 'final commit failed'));
+      store.close();
+    },
+  };
+}

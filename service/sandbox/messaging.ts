@@ -1,0 +1,266 @@
+/**
+ * 1:1 messaging between sandbox accounts (brief §B5, §B6).
+ *
+ * Owns:
+ * - phone → companions (`sendFromPhone`, the admin API's send): the message row and one outbox row per
+ *   linked companion of the recipient (from the sender's phone, PN-addressed with `sender_lid` and
+ *   `notify`, so the client needs no LID lookup) plus a `deviceSentMessage` copy for the sender's own
+ *   companions — committed together before the caller answers;
+ * - companion → contacts (`onClientMessage`): decrypt every `<to>` part addressed to a simulated phone,
+ *   record what the recipient's phone received, relay parts addressed to other companions, then
+ *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`.
+ */
+import {
+  generateMessageIDV2,
+  getBinaryNodeChild,
+  getBinaryNodeChildren,
+  jidDecode,
+  normalizeMessageContent,
+  proto,
+  unpadRandomMax16,
+  type BinaryNode,
+} from '@whiskeysockets/baileys';
+import { unixNow, type SandboxContext } from './context.ts';
+import type { ClientConnection } from './session.ts';
+import type { AccountRow, NewOutbox } from './store.ts';
+import type { EncType } from './signal-device.ts';
+import { lidJid, pnJid } from './phone-number.ts';
+import { KEY_TYPE, encodeBE, preKeyNode, signedPreKeyNode } from './key-nodes.ts';
+
+/** Best-effort display text of a message (conversation, extended text, captions, reactions); null otherwise. */
+export function messageText(message: proto.IMessage | null | undefined): string | null {
+  const m = normalizeMessageContent(message);
+  if (!m) return null;
+  return (
+    m.conversation ??
+    m.extendedTextMessage?.text ??
+    m.imageMessage?.caption ??
+    m.videoMessage?.caption ??
+    m.documentMessage?.caption ??
+    m.reactionMessage?.text ??
+    null
+  );
+}
+
+interface EncPart {
+  jid: string;
+  type: EncType;
+  ciphertext: Uint8Array;
+}
+
+function encParts(node: BinaryNode): EncPart[] {
+  const parts: EncPart[] = [];
+  const push = (jid: string | undefined, enc: BinaryNode | undefined): void => {
+    const type = enc?.attrs.type;
+    if (jid && enc && (type === 'pkmsg' || type === 'msg') && enc.content instanceof Uint8Array) {
+      parts.push({ jid, type, ciphertext: enc.content });
+    }
+  };
+  for (const to of getBinaryNodeChildren(getBinaryNodeChild(node, 'participants'), 'to')) {
+    push(to.attrs.jid, getBinaryNodeChild(to, 'enc'));
+  }
+  push(node.attrs.to, getBinaryNodeChild(node, 'enc'));
+  return parts;
+}
+
+/** Retry receipts a phone sends per undecryptable message before giving up. */
+const MAX_PHONE_RETRIES = 2;
+
+export class Messaging {
+  /** msgId → retry receipts sent (bounded: oldest entries are evicted). */
+  private readonly retries = new Map<string, number>();
+
+  constructor(private readonly ctx: SandboxContext) {}
+
+  /**
+   * The recipient phone could not decrypt: send `<receipt type="retry">` with its key bundle (a fresh
+   * one-time prekey), as a real phone does, so the client re-keys and re-sends (brief §B5 "Decrypt failure").
+   */
+  private requestRetry(conn: ClientConnection, node: BinaryNode, phone: AccountRow): void {
+    const id = node.attrs.id!;
+    const count = (this.retries.get(id) ?? 0) + 1;
+    if (count > MAX_PHONE_RETRIES) return;
+    this.retries.set(id, count);
+    if (this.retries.size > 10_000) this.retries.delete(this.retries.keys().next().value!);
+    const preKey = this.ctx.accounts.takePhonePreKey(phone.pn);
+    const t = unixNow();
+    conn.send({
+      tag: 'receipt',
+      attrs: { id, from: node.attrs.to ?? pnJid(phone.pn), type: 'retry', t },
+      content: [
+        { tag: 'retry', attrs: { count: String(count), id, t, v: '1', error: '0' } },
+        { tag: 'registration', attrs: {}, content: encodeBE(phone.registrationId, 4) },
+        {
+          tag: 'keys',
+          attrs: {},
+          content: [
+            { tag: 'type', attrs: {}, content: KEY_TYPE },
+            { tag: 'identity', attrs: {}, content: phone.identityPub },
+            ...(preKey ? [preKeyNode(preKey)] : []),
+            signedPreKeyNode(phone.signedPreKeyId, phone.signedPreKeyPub, phone.signedPreKeySig),
+          ],
+        },
+      ],
+    });
+  }
+
+  /**
+   * `from`'s phone sends `text` to `to`: stored, queued for every linked companion of `to` (and a
+   * `deviceSentMessage` copy for `from`'s own companions), committed, then delivered to those online.
+   * Companions whose history sync is not queued yet get it through that sync instead.
+   * @returns the WhatsApp message id (`3EB0…`), once the rows are durable.
+   */
+  async sendFromPhone(from: AccountRow, to: AccountRow, text: string): Promise<{ id: string; timestamp: number }> {
+    const { store } = this.ctx;
+    const id = generateMessageIDV2(pnJid(from.pn));
+    const ts = Math.floor(Date.now() / 1000);
+    const message: proto.IMessage = { conversation: text };
+    const bytes = Buffer.from(proto.Message.encode(message).finish());
+    const dsm = Buffer.from(
+      proto.Message.encode({ deviceSentMessage: { destinationJid: pnJid(to.pn), message } }).finish(),
+    );
+    const targets: Array<[string, number]> = [];
+    store.enqueue(() => {
+      store.insertMessageNow({ msgId: id, fromPn: from.pn, toPn: to.pn, ts, text, message: bytes });
+      const rows: NewOutbox[] = [];
+      for (const d of store.listDevices(to.pn)) {
+        if (!d.historySent) continue;
+        rows.push({
+          pn: to.pn,
+          deviceId: d.deviceId,
+          msgId: id,
+          kind: 'message',
+          senderPn: from.pn,
+          attrs: {
+            from: pnJid(from.pn),
+            type: 'text',
+            t: String(ts),
+            notify: from.pushName,
+            sender_lid: lidJid(from.lid),
+          },
+          plaintext: bytes,
+          encType: null,
+          ciphertext: null,
+        });
+      }
+      for (const d of from.pn === to.pn ? [] : store.listDevices(from.pn)) {
+        if (!d.historySent) continue;
+        rows.push({
+          pn: from.pn,
+          deviceId: d.deviceId,
+          msgId: id,
+          kind: 'message',
+          senderPn: from.pn,
+          attrs: { from: pnJid(from.pn), recipient: pnJid(to.pn), type: 'text', t: String(ts), notify: from.pushName },
+          plaintext: dsm,
+          encType: null,
+          ciphertext: null,
+        });
+      }
+      store.insertOutboxNow(rows);
+      for (const r of rows) targets.push([r.pn, r.deviceId]);
+    });
+    await store.commit();
+    for (const [pn, deviceId] of targets) this.ctx.delivery.kick(pn, deviceId);
+    return { id, timestamp: ts };
+  }
+
+  /** A `<message>` from a logged-in companion (brief §B6 steps 3–5). */
+  async onClientMessage(conn: ClientConnection, node: BinaryNode): Promise<void> {
+    const { accounts, phones, store } = this.ctx;
+    const id = node.attrs.id;
+    const to = node.attrs.to;
+    const sender = conn.pn !== undefined ? accounts.get(conn.pn) : undefined;
+    const senderDevice = conn.deviceId;
+    if (!id || !to || !sender || senderDevice === undefined) {
+      conn.log.warn({ attrs: node.attrs }, 'message stanza without id/to');
+      return;
+    }
+    const isPeer = node.attrs.category === 'peer';
+    const chat = accounts.resolveJid(to);
+    const ts = Math.floor(Date.now() / 1000);
+
+    let content: proto.IMessage | undefined;
+    let destinationJid: string | undefined;
+    let deliveredToPhone = false;
+    const relays: NewOutbox[] = [];
+
+    for (const part of encParts(node)) {
+      const target = accounts.resolveJid(part.jid);
+      if (!target) continue;
+      if (target.device === 0) {
+        let msg: proto.Message;
+        try {
+          const padded = await phones.decryptFromCompanion(
+            target.account.pn,
+            sender.lid,
+            senderDevice,
+            part.type,
+            part.ciphertext,
+          );
+          msg = proto.Message.decode(unpadRandomMax16(padded));
+        } catch (err) {
+          conn.log.warn({ err, msgId: id, to: part.jid }, 'phone could not decrypt a companion message');
+          if (target.account.pn !== sender.pn) this.requestRetry(conn, node, target.account);
+          continue;
+        }
+        if (target.account.pn === sender.pn) {
+          destinationJid ??= msg.deviceSentMessage?.destinationJid ?? undefined;
+          content ??= msg.deviceSentMessage?.message ?? msg;
+        } else {
+          content = msg;
+          deliveredToPhone = true;
+        }
+        continue;
+      }
+      if (target.account.pn === sender.pn && target.device === senderDevice) continue;
+      const device = store.getDevice(target.account.pn, target.device);
+      if (!device?.historySent) continue;
+      const ownCopy = target.account.pn === sender.pn;
+      const attrs: Record<string, string> = {
+        from: pnJid(sender.pn, senderDevice),
+        type: node.attrs.type ?? 'text',
+        t: String(ts),
+        notify: sender.pushName,
+      };
+      if (node.attrs.edit) attrs.edit = node.attrs.edit;
+      if (ownCopy) attrs.recipient = chat ? pnJid(chat.account.pn) : to;
+      else attrs.sender_lid = lidJid(sender.lid, senderDevice);
+      relays.push({
+        pn: target.account.pn,
+        deviceId: target.device,
+        msgId: id,
+        kind: 'relay',
+        senderPn: null,
+        attrs,
+        plaintext: null,
+        encType: part.type,
+        ciphertext: Buffer.from(part.ciphertext),
+      });
+    }
+
+    // a chat with another sandbox account is recorded once that phone decrypted it; a chat with an unknown
+    // number only exists as the sender's own-phone copy
+    const chatWithAccount = chat && chat.account.pn !== sender.pn ? chat.account : undefined;
+    const record =
+      content &&
+      !isPeer &&
+      !normalizeMessageContent(content)?.protocolMessage &&
+      (deliveredToPhone || !chatWithAccount);
+    const toPn = chatWithAccount?.pn ?? jidDecode(destinationJid ?? to)?.user;
+    if (record && content && toPn) {
+      const bytes = Buffer.from(proto.Message.encode(content).finish());
+      const text = messageText(content);
+      store.enqueue(() => store.insertMessageNow({ msgId: id, fromPn: sender.pn, toPn, ts, text, message: bytes }));
+    }
+    if (relays.length) store.enqueue(() => store.insertOutboxNow(relays));
+    await store.commit(); // session state + what the phone received, before acknowledging
+    for (const r of relays) this.ctx.delivery.kick(r.pn, r.deviceId);
+
+    conn.send({ tag: 'ack', attrs: { id, class: 'message', from: to, t: unixNow() } });
+    if (deliveredToPhone) {
+      conn.send({ tag: 'receipt', attrs: { id, from: to, t: unixNow() } });
+    }
+    conn.log.debug({ msgId: id, to, recorded: !!record, relays: relays.length }, 'companion message handled');
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The sandbox database schema as ordered migrations, applied by `PRAGMA user_version` (one transaction
+ * per migration). Append new migrations; never edit a released one.
+ */
+import type Database from 'better-sqlite3';
+
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+
+  CREATE TABLE accounts (
+    pn TEXT PRIMARY KEY,
+    lid TEXT NOT NULL UNIQUE,
+    push_name TEXT NOT NULL,
+    registration_id INTEGER NOT NULL,
+    identity_pub BLOB NOT NULL,
+    identity_priv BLOB NOT NULL,
+    signed_prekey_id INTEGER NOT NULL,
+    signed_prekey_pub BLOB NOT NULL,
+    signed_prekey_priv BLOB NOT NULL,
+    signed_prekey_sig BLOB NOT NULL,
+    next_prekey_id INTEGER NOT NULL,
+    next_device_id INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL
+  );
+
+  -- one-time prekeys of the simulated phones; handed_out = given to a client by 'encrypt key'
+  CREATE TABLE phone_prekeys (
+    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
+    key_id INTEGER NOT NULL,
+    pub BLOB NOT NULL,
+    priv BLOB NOT NULL,
+    handed_out INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (pn, key_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX phone_prekeys_available ON phone_prekeys (pn, handed_out, key_id);
+
+  -- libsignal state of the simulated phones, keyed by the remote libsignal address
+  CREATE TABLE signal_sessions (
+    pn TEXT NOT NULL,
+    address TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (pn, address)
+  ) WITHOUT ROWID;
+  CREATE TABLE signal_identities (
+    pn TEXT NOT NULL,
+    address TEXT NOT NULL,
+    identity_key BLOB NOT NULL,
+    PRIMARY KEY (pn, address)
+  ) WITHOUT ROWID;
+
+  -- linked companion devices (Baileys clients)
+  CREATE TABLE devices (
+    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
+    device_id INTEGER NOT NULL,
+    key_index INTEGER NOT NULL,
+    noise_pub BLOB NOT NULL,
+    registration_id INTEGER NOT NULL,
+    identity_pub BLOB NOT NULL,
+    signed_prekey_id INTEGER NOT NULL,
+    signed_prekey_pub BLOB NOT NULL,
+    signed_prekey_sig BLOB NOT NULL,
+    platform TEXT,
+    bundle_uploaded INTEGER NOT NULL DEFAULT 0,
+    history_sent INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    last_seen_at INTEGER,
+    PRIMARY KEY (pn, device_id)
+  );
+  CREATE TABLE device_prekeys (
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    key_id INTEGER NOT NULL,
+    pub BLOB NOT NULL,
+    PRIMARY KEY (pn, device_id, key_id),
+    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
+  ) WITHOUT ROWID;
+
+  -- 1:1 messages between accounts (and to unknown numbers), as the phones know them
+  CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    msg_id TEXT NOT NULL,
+    from_pn TEXT NOT NULL,
+    to_pn TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    text TEXT,
+    message BLOB NOT NULL,
+    UNIQUE (from_pn, msg_id)
+  );
+  CREATE INDEX messages_to ON messages (to_pn, ts, seq);
+  CREATE INDEX messages_from ON messages (from_pn, ts, seq);
+
+  -- undelivered stanzas per companion; a row is deleted only when the client's receipt arrives
+  CREATE TABLE outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    msg_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sender_pn TEXT,
+    attrs TEXT NOT NULL,
+    plaintext BLOB,
+    enc_type TEXT,
+    ciphertext BLOB,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    UNIQUE (pn, device_id, msg_id),
+    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
+  );
+  CREATE INDEX outbox_device ON outbox (pn, device_id, seq);
+  `,
+];
+
+/**
+ * Bring `db` to the latest schema version.
+ * @throws if the file's schema is newer than this build knows.
+ */
+export function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`sandbox database schema v${current} is newer than this build (v${MIGRATIONS.length})`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    const sql = MIGRATIONS[v] ?? '';
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
