@@ -5,7 +5,9 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import type { Store } from '../db/store.ts';
 import type { TokenRecord, TokensRepo } from '../db/tokens.ts';
+import { AUTH_MESSAGES, unauthorized, type CredentialVerifier } from './authenticate.ts';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 export const TOKEN_PREFIX = 'wh_';
@@ -33,7 +35,8 @@ export function generateToken(): string {
 
 /** True when `token` has our shape and a matching checksum (it may still be unknown or revoked). */
 export function isWellFormedToken(token: string): boolean {
-  if (!token.startsWith(TOKEN_PREFIX) || token.length !== TOKEN_PREFIX.length + BODY_LENGTH + CHECK_LENGTH) return false;
+  if (!token.startsWith(TOKEN_PREFIX) || token.length !== TOKEN_PREFIX.length + BODY_LENGTH + CHECK_LENGTH)
+    return false;
   const body = token.slice(TOKEN_PREFIX.length, TOKEN_PREFIX.length + BODY_LENGTH);
   if (!/^[0-9A-Za-z]+$/.test(body)) return false;
   return checksum(body) === token.slice(TOKEN_PREFIX.length + BODY_LENGTH);
@@ -49,4 +52,30 @@ export function issueToken(tokens: TokensRepo, userId: string, name: string): { 
   const token = generateToken();
   const record = tokens.insert({ id: randomUUID(), userId, name, prefix: token.slice(0, 10), hash: hashToken(token) });
   return { record, token };
+}
+
+/** How often a token's `lastUsedAt` is rewritten at most (DESIGN.md §4: once a minute). */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Verifier for `wh_` API tokens: checks the shape and checksum, looks the token up by its SHA-256, and rejects
+ * revoked tokens and disabled users (401 `Invalid or revoked API token`). Records use at most once a minute.
+ */
+export function apiTokenVerifier(
+  store: Pick<Store, 'tokens' | 'users'>,
+  now: () => Date = () => new Date(),
+): CredentialVerifier {
+  return {
+    claims: (token) => token.startsWith(TOKEN_PREFIX),
+    async verify(token) {
+      const record = isWellFormedToken(token) ? store.tokens.findActiveByHash(hashToken(token)) : undefined;
+      const user = record && store.users.get(record.userId);
+      if (!record || !user || user.disabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
+      const at = now();
+      if (!record.lastUsedAt || at.getTime() - Date.parse(record.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
+        store.tokens.touch(record.id, at.toISOString());
+      }
+      return { id: user.id, name: user.name, credential: { kind: 'api-token', tokenId: record.id } };
+    },
+  };
 }

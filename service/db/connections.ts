@@ -82,8 +82,9 @@ export function connectionsRepo(db: Db) {
     listByUser: db.prepare(`SELECT * FROM connections WHERE user_id = ? AND status <> 'stopped' ORDER BY created_at, id`),
     listActive: db.prepare(`SELECT * FROM connections WHERE status <> 'stopped' ORDER BY created_at, id`),
     countActiveByUser: db.prepare(`SELECT count(*) AS n FROM connections WHERE user_id = ? AND status <> 'stopped'`),
+    countActive: db.prepare(`SELECT count(*) AS n FROM connections WHERE status <> 'stopped'`),
     findIdle: db.prepare(
-      `SELECT * FROM connections WHERE user_id = ? AND status IN ('starting','scan_qr') AND jid IS NULL
+      `SELECT * FROM connections WHERE user_id = ? AND status IN ('starting','scan_qr','reconnecting') AND jid IS NULL
        ORDER BY created_at DESC LIMIT 1`,
     ),
     insert: db.prepare(
@@ -116,7 +117,11 @@ export function connectionsRepo(db: Db) {
     countActiveByUser(userId: string): number {
       return (q.countActiveByUser.get(userId) as { n: number }).n;
     },
-    /** Newest connection of the user that never linked and is waiting for a scan, if any. */
+    /** Connections of all users that are not `stopped` (health endpoint). */
+    countActive(): number {
+      return (q.countActive.get() as { n: number }).n;
+    },
+    /** Newest connection of the user that never linked and is waiting for a scan (or for the server, to show one), if any. */
     findIdle(userId: string): ConnectionRow | undefined {
       const r = q.findIdle.get(userId) as RawRow | undefined;
       return r && toRow(r);

@@ -64,6 +64,8 @@ export class Session {
   #historyTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
   #qrCycles = 0;
+  /** Whether the current socket has shown a QR (so its close ends a pairing attempt, not a failed connect). */
+  #qrShown = false;
   #pendingDone = false;
   #awaitingHistory = false;
   #opened: Promise<void>;
@@ -110,7 +112,8 @@ export class Session {
   start(): void {
     this.#stopped = false;
     const linked = !!loadAuthState(this.deps.store.authState, this.connectionId).creds.me;
-    this.#setStatus('starting', linked ? 'resuming linked session' : 'new session');
+    // A new connection is already `starting` in the database: announce it anyway, with no previous status.
+    this.#setStatus('starting', linked ? 'resuming linked session' : 'new session', { announce: true });
     this.#connect();
   }
 
@@ -142,6 +145,7 @@ export class Session {
     const auth = loadAuthState(store.authState, this.connectionId);
     this.#auth = auth;
     this.#pendingDone = false;
+    this.#qrShown = false;
     this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
     const baileysLogger = logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel });
     const sock = makeWASocket({
@@ -181,9 +185,10 @@ export class Session {
     }, wait);
   }
 
-  #setStatus(status: ConnectionStatus, reason: string | null): void {
-    const previous = this.#status;
-    if (previous === status) return;
+  #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean } = {}): void {
+    const current = this.#status;
+    if (current === status && !opts.announce) return;
+    const previous = current === status ? null : current;
     this.#status = status;
     const { store } = this.deps;
     store.tx(() => {
@@ -232,6 +237,7 @@ export class Session {
   #onConnection(sock: WASocket, u: BaileysEventMap['connection.update']): void {
     if (u.qr) {
       this.#qr = u.qr;
+      this.#qrShown = true;
       this.#setStatus('scan_qr', null);
     }
     if (u.isNewLogin) {
@@ -284,8 +290,8 @@ export class Session {
         this.#setStatus('failed', 'connection replaced by another session');
         return;
     }
-    if (!linked) {
-      // Pairing: the QR ref list ran out (408) or the socket dropped; open a new one with fresh QRs.
+    if (!linked && this.#qrShown) {
+      // Pairing: the QR ref list ran out (408 "QR refs attempts ended"); open a new socket with fresh QRs.
       if (++this.#qrCycles > MAX_QR_CYCLES) {
         this.#stopped = true;
         this.#setStatus('failed', 'QR code was not scanned in time');

@@ -1,0 +1,71 @@
+/**
+ * The `switchboard` command (bin/switchboard.js calls `main`). Exit codes: 0 success, 1 failure (message on
+ * stderr), 2 wrong usage (unknown command or flag, invalid flag value). Commands are imported on demand, so
+ * `token` and `--help` start without loading the engine (Baileys) or the sandbox.
+ */
+import { SandboxDiscoveryError } from '../config/remote-sandbox.ts';
+import { ConfigError } from '../config/service-config.ts';
+import { VERSION } from '../config/version.ts';
+import { DatabaseOpenError } from '../db/database.ts';
+import { CommandError, UsageError } from './args.ts';
+
+export const USAGE = `Usage: switchboard <command> [options]
+
+Commands:
+  serve     Run the service (REST API + WebSocket stream); --sandbox for test mode
+  token     Create, list and revoke API tokens (create | list | revoke)
+  sandbox   Run only the WhatsApp-protocol sandbox
+
+Run 'switchboard <command> --help' for a command's options. 'switchboard --version' prints the version.
+`;
+
+/** Runs the CLI with `argv` (without node and script) and resolves with the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await (await import('./serve.ts')).serveCommand(rest);
+      case 'token':
+        return await (await import('./token.ts')).tokenCommand(rest);
+      case 'sandbox':
+        return await (await import('./sandbox.ts')).sandboxCommand(rest);
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(USAGE);
+        return 0;
+      case '-v':
+      case '--version':
+        process.stdout.write(`${VERSION}\n`);
+        return 0;
+      case undefined:
+        process.stderr.write(USAGE);
+        return 2;
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    }
+  } catch (err) {
+    return report(err);
+  }
+}
+
+function report(err: unknown): number {
+  if (err instanceof UsageError || err instanceof ConfigError) {
+    const command = err instanceof UsageError ? err.command : undefined;
+    const help = command ? `switchboard ${command} --help` : 'switchboard --help';
+    process.stderr.write(`switchboard: ${err.message}\nRun '${help}' for usage.\n`);
+    return 2;
+  }
+  if (err instanceof DatabaseOpenError || err instanceof CommandError || err instanceof SandboxDiscoveryError) {
+    process.stderr.write(`switchboard: ${err.message}\n`);
+    return 1;
+  }
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    process.stderr.write(`switchboard: cannot listen: ${(err as Error).message}\n`);
+    return 1;
+  }
+  process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  return 1;
+}

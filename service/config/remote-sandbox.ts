@@ -1,0 +1,33 @@
+/**
+ * Trusting a sandbox that runs in another process (`switchboard sandbox`): its admin API answers `GET /` with
+ * `{ rootPublicKey: <hex> }`, the root of its Noise certificate chain, on the same host and port as its
+ * WebSocket endpoint. Used only in sandbox mode; a live service never trusts a key it was not given.
+ */
+
+/** The sandbox at a `--wa-url` could not tell its root key; the service does not start. */
+export class SandboxDiscoveryError extends Error {
+  override name = 'SandboxDiscoveryError';
+}
+
+/** How long the lookup may take before the service refuses to start. */
+const TIMEOUT_MS = 5_000;
+
+/**
+ * The 32-byte root public key of the sandbox behind `waUrl` (`ws://HOST:PORT/ws/chat`).
+ * @throws SandboxDiscoveryError naming the URL when the sandbox cannot be reached or answers something else.
+ */
+export async function fetchSandboxRootKey(waUrl: string): Promise<Buffer> {
+  const url = new URL('/', waUrl);
+  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: 'error' });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const hex = ((await res.json()) as { rootPublicKey?: unknown }).rootPublicKey;
+    if (typeof hex !== 'string' || !/^[0-9a-f]{64}$/i.test(hex)) throw new Error('no rootPublicKey in its answer');
+    return Buffer.from(hex, 'hex');
+  } catch (err) {
+    throw new SandboxDiscoveryError(
+      `cannot read the sandbox root key from ${url.href} (${(err as Error).message}); pass --wa-root-key`,
+    );
+  }
+}

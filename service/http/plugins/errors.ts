@@ -1,0 +1,49 @@
+/**
+ * One error shape for every failure (interface-spec §7, DESIGN.md §4): `{ message, statusCode, error }`.
+ * ServiceErrors keep their status and message; validation and other client errors Fastify raises (bad JSON,
+ * unsupported media type, body too large) keep theirs; anything else is a 500 that reveals nothing internal.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ServiceError } from '../../errors.ts';
+
+export interface ErrorBody {
+  message: string;
+  statusCode: number;
+  error: string;
+}
+
+/** The spec's error body for `statusCode`. */
+export function errorBody(statusCode: number, message: string): ErrorBody {
+  return { message, statusCode, error: STATUS_CODES[statusCode] ?? 'Error' };
+}
+
+/** Seconds a client should wait before polling again after a 503 (worker booting). */
+const RETRY_AFTER_S = 2;
+
+/** The body for a deliberate error; undefined for an unexpected one (a 500). */
+function classify(err: unknown): ErrorBody | undefined {
+  if (err instanceof ServiceError) return errorBody(err.statusCode, err.message);
+  if (!(err instanceof Error)) return undefined;
+  const status = (err as Partial<FastifyError>).statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return errorBody(status, err.message);
+  return undefined;
+}
+
+/** Installs the error and not-found handlers on the root instance (children inherit them). */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const body = classify(err);
+    if (!body) {
+      request.log.error({ err }, 'request failed');
+      return reply.code(500).send(errorBody(500, 'Internal Server Error'));
+    }
+    if (body.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_S));
+    return reply.code(body.statusCode).send(body);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0];
+    return reply.code(404).send(errorBody(404, `Route ${request.method} ${path} not found`));
+  });
+}

@@ -1,0 +1,173 @@
+/**
+ * Connections (interface-spec §4.1): list, create, get-or-create, read, rename, delete (soft: status `stopped`),
+ * restart, QR code and profile. Sessions themselves are the engine's; this file only starts, stops and asks it.
+ */
+import { randomUUID } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import QRCode from 'qrcode';
+import { CONNECTION_STATUSES, type ConnectionRow, type ConnectionStatus } from '../../db/connections.ts';
+import { booting, conflict } from '../../errors.ts';
+import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import type { ApiDeps } from '../deps.ts';
+import { Nullable, SuccessSchema } from '../schemas.ts';
+import type { ApiPlugin } from '../type-provider.ts';
+
+/** The spec's Connection (§2.1) plus `name`. */
+export const ConnectionSchema = Type.Object({
+  id: Type.String(),
+  userId: Type.String(),
+  name: Nullable(Type.String()),
+  workerId: Type.String(),
+  sessionName: Type.String(),
+  phoneNumber: Nullable(Type.String()),
+  status: Type.Union(CONNECTION_STATUSES.map((s) => Type.Literal(s))),
+  engine: Type.Literal('NOWEB'),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+export type Connection = Static<typeof ConnectionSchema>;
+
+/** Maps a stored row to the API record. */
+export function toConnection(row: ConnectionRow): Connection {
+  return {
+    id: row.id,
+    userId: row.userId,
+    name: row.name,
+    workerId: row.workerId,
+    sessionName: row.sessionName,
+    phoneNumber: row.phoneNumber,
+    status: row.status,
+    engine: 'NOWEB',
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+const Name = Type.String({ minLength: 1, maxLength: 100 });
+const CreateBody = Type.Object({ name: Type.Optional(Name) }, { additionalProperties: false });
+const UpdateBody = Type.Object({ name: Type.Optional(Nullable(Name)) }, { additionalProperties: false });
+const QrSchema = Type.Object({
+  value: Type.String({ description: 'PNG image as a base64 data URL, or the raw QR string with ?format=text' }),
+});
+const QrQuery = Type.Object(
+  { format: Type.Optional(Type.Union([Type.Literal('png'), Type.Literal('text')], { default: 'png' })) },
+  { additionalProperties: false },
+);
+const ProfileSchema = Type.Object({ id: Type.String(), pushName: Type.String() });
+
+/** Why a connection in `status` has no QR code to show (409). */
+function noQrReason(status: ConnectionStatus): string {
+  switch (status) {
+    case 'connected':
+    case 'online':
+      return 'Connection is already linked';
+    case 'logged_out':
+      return 'Connection was logged out; restart it to link it again';
+    default:
+      return `Connection is ${status}; restart it to get a new QR code`;
+  }
+}
+
+export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine, workerId }) => {
+  const reread = (id: string) => toConnection(store.connections.get(id)!);
+
+  /** Stores a new connection for `userId` and starts its session (status `starting`). */
+  function create(userId: string, name: string | null): Connection {
+    const row = store.connections.insert({ id: randomUUID(), userId, name, workerId });
+    engine.start(row.id);
+    return reread(row.id);
+  }
+
+  api.get('/connections', { schema: { response: { 200: Type.Array(ConnectionSchema) } } }, async (request) =>
+    store.connections.listByUser(request.user.id).map(toConnection),
+  );
+
+  api.post(
+    '/connections',
+    { schema: { body: CreateBody, response: { 201: ConnectionSchema } } },
+    async (request, reply) => reply.code(201).send(create(request.user.id, request.body.name ?? null)),
+  );
+
+  api.post(
+    '/connections/get-or-create',
+    { schema: { body: CreateBody, response: { 200: ConnectionSchema, 201: ConnectionSchema } } },
+    async (request, reply) => {
+      const idle = store.connections.findIdle(request.user.id);
+      if (!idle) return reply.code(201).send(create(request.user.id, request.body.name ?? null));
+      engine.start(idle.id); // idempotent: makes sure its session is running
+      return reread(idle.id);
+    },
+  );
+
+  api.get(
+    '/connections/:id',
+    { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } } },
+    async (request) => toConnection(ownedConnection(store, request.user, request.params.id, { includeStopped: true })),
+  );
+
+  api.patch(
+    '/connections/:id',
+    { schema: { params: ConnectionParams, body: UpdateBody, response: { 200: ConnectionSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      if (request.body.name !== undefined) store.connections.rename(c.id, request.body.name);
+      return reread(c.id);
+    },
+  );
+
+  api.delete(
+    '/connections/:id',
+    { schema: { params: ConnectionParams, response: { 200: SuccessSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      try {
+        await engine.stop(c.id, { logout: true });
+      } catch (err) {
+        // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
+        request.log.warn({ err, connectionId: c.id }, 'logout during delete failed; deleting anyway');
+      }
+      store.tx(() => {
+        const previous = store.connections.get(c.id)!.status;
+        if (previous === 'stopped') return;
+        store.connections.setStatus(c.id, 'stopped', 'deleted');
+        store.appendEvent(c.userId, c.id, 'session.status', { status: 'stopped', previous, reason: 'deleted' });
+      });
+      return { success: true as const };
+    },
+  );
+
+  api.post(
+    '/connections/:id/restart',
+    { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      await engine.restart(c.id);
+      return reread(c.id);
+    },
+  );
+
+  api.get(
+    '/connections/:id/qr',
+    { schema: { params: ConnectionParams, querystring: QrQuery, response: { 200: QrSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      if (c.status === 'starting' || c.status === 'reconnecting') throw booting();
+      if (c.status !== 'scan_qr') throw conflict(noQrReason(c.status));
+      const qr = engine.currentQr(c.id);
+      if (!qr) throw booting();
+      if (request.query.format === 'text') return { value: qr };
+      return { value: await QRCode.toDataURL(qr, { margin: 2, scale: 6 }) };
+    },
+  );
+
+  api.get(
+    '/connections/:id/me',
+    { schema: { params: ConnectionParams, response: { 200: ProfileSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      const profile = c.status === 'online' ? engine.profile(c.id) : undefined;
+      if (!profile) throw conflict('Connection is not online');
+      return profile;
+    },
+  );
+};

@@ -1,0 +1,73 @@
+/**
+ * `GET /api/ws` (interface-spec §4.7): the user's event stream over WebSocket. Authentication happens before
+ * the upgrade (the auth hook accepts `?token=<API token>` or the Authorization header), so a bad token gets a
+ * plain 401 JSON response, as does an `after` beyond the end of the user's log (400). A plain GET without an
+ * upgrade answers 426. On shutdown every stream is closed with 1001.
+ */
+import websocket from '@fastify/websocket';
+import { Type } from '@sinclair/typebox';
+import { badRequest, ServiceError } from '../errors.ts';
+import type { ApiDeps } from '../http/deps.ts';
+import type { ApiInstance, ApiPlugin } from '../http/type-provider.ts';
+import { CLOSE_CODES, DEFAULT_STREAM_LIMITS, EventStream, type StreamLimits } from './event-stream.ts';
+
+/** Largest inbound frame we accept; clients have nothing to send yet. */
+const MAX_INBOUND_BYTES = 4096;
+
+/**
+ * Registers @fastify/websocket on the root instance. Call it before any other onRequest hook (auth): its own
+ * hooks mark upgrade requests and destroy their sockets when a hook answers with plain HTTP (a 401), which
+ * otherwise stay open and block shutdown. On close, the streams in `streams` get 1001.
+ */
+export async function registerWebSocketSupport(app: ApiInstance, streams: Set<EventStream>): Promise<void> {
+  await app.register(websocket, {
+    options: { maxPayload: MAX_INBOUND_BYTES },
+    preClose: async () => {
+      await Promise.all([...streams].map((s) => s.close(CLOSE_CODES.shuttingDown, 'Server shutting down')));
+      app.websocketServer.close();
+    },
+  });
+}
+
+export interface StreamRouteOptions extends ApiDeps {
+  /** The open streams, shared with registerWebSocketSupport for the shutdown close. */
+  streams: Set<EventStream>;
+  streamLimits?: Partial<StreamLimits>;
+}
+
+const StreamQuery = Type.Object({
+  token: Type.Optional(Type.String()),
+  after: Type.Optional(Type.Integer({ minimum: 0, description: 'Replay events with a greater seq first' })),
+});
+
+export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, streams, streamLimits }) => {
+  const limits: StreamLimits = { ...DEFAULT_STREAM_LIMITS, ...streamLimits };
+
+  api.route({
+    method: 'GET',
+    url: '/ws',
+    config: { auth: 'bearer-or-query' },
+    schema: { querystring: StreamQuery },
+    preHandler: async (request) => {
+      const { after } = request.query;
+      const last = store.events.lastSeq(request.user.id);
+      if (after !== undefined && after > last) {
+        throw badRequest(`querystring/after is beyond the end of the event log (last seq ${last})`);
+      }
+    },
+    handler: async () => {
+      throw new ServiceError(426, 'This endpoint needs a WebSocket upgrade');
+    },
+    wsHandler: (socket, request) => {
+      const userId = request.user.id;
+      const log = request.log;
+      const stream = new EventStream(socket, { store, userId, after: request.query.after, limits, log });
+      streams.add(stream);
+      log.info({ userId, after: request.query.after ?? null }, 'event stream opened');
+      void stream.closed.then(() => {
+        streams.delete(stream);
+        log.info({ userId, lastSent: stream.lastSent }, 'event stream closed');
+      });
+    },
+  });
+};

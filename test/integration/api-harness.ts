@@ -1,0 +1,133 @@
+/**
+ * An in-process API for integration tests: a real SQLite store in a temp dir, the real engine pointed at an
+ * unreachable WhatsApp URL (sessions stay `starting`/`reconnecting`), and the Fastify app listening on
+ * 127.0.0.1:0. Logs are captured in memory so tests can check what was (not) logged.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { issueToken } from '../../service/auth/api-tokens.ts';
+import type { ConnectionRow } from '../../service/db/connections.ts';
+import { openStore, type Store } from '../../service/db/store.ts';
+import { createEngine } from '../../service/engine/engine.ts';
+import type { Engine } from '../../service/engine/types.ts';
+import { buildApp } from '../../service/http/app.ts';
+import type { StreamLimits } from '../../service/stream/event-stream.ts';
+import type { ApiInstance } from '../../service/http/type-provider.ts';
+
+/** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */
+export const UNREACHABLE_WA_URL = 'ws://127.0.0.1:9/ws/chat';
+
+export interface TestUser {
+  id: string;
+  name: string;
+  token: string;
+  tokenId: string;
+}
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface TestApi {
+  dataDir: string;
+  store: Store;
+  engine: Engine;
+  app: ApiInstance;
+  /** `http://127.0.0.1:PORT/api` */
+  baseUrl: string;
+  /** Everything logged so far (JSON lines). */
+  logs(): string;
+  /** Creates a user with one API token. */
+  user(name: string): TestUser;
+  /** A stored connection of `userId` in `status`, with no session behind it. */
+  connection(userId: string, status?: ConnectionRow['status']): ConnectionRow;
+  /** One JSON request; `token` sets the Bearer header, a `body` is sent as JSON. */
+  request<T = unknown>(
+    method: string,
+    route: string,
+    opts?: { token?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string },
+  ): Promise<ApiResponse<T>>;
+  close(): Promise<void>;
+}
+
+export async function startTestApi(opts: { streamLimits?: Partial<StreamLimits> } = {}): Promise<TestApi> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-api-'));
+  let logText = '';
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logText += chunk.toString();
+        done();
+      },
+    }),
+  );
+  const store = openStore(dataDir);
+  const engine = createEngine({
+    store,
+    logger,
+    waUrl: UNREACHABLE_WA_URL,
+    workerId: 'test',
+    mediaDir: path.join(dataDir, 'media'),
+  });
+  const app = await buildApp({
+    store,
+    engine,
+    logger,
+    workerId: 'test',
+    version: '0.0.0-test',
+    sandbox: false,
+    startedAt: Date.now(),
+    ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api`;
+
+  return {
+    dataDir,
+    store,
+    engine,
+    app,
+    baseUrl,
+    logs: () => logText,
+    user(name) {
+      const user = store.users.ensure(name);
+      const { record, token } = issueToken(store.tokens, user.id, 'test');
+      return { id: user.id, name, token, tokenId: record.id };
+    },
+    connection(userId, status = 'scan_qr') {
+      const row = store.connections.insert({ id: randomUUID(), userId, name: null, workerId: 'test' });
+      store.connections.setStatus(row.id, status, null);
+      return store.connections.get(row.id)!;
+    },
+    async request<T>(
+      method: string,
+      route: string,
+      o: { token?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string } = {},
+    ) {
+      const headers: Record<string, string> = { ...o.headers };
+      if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
+      let body: string | undefined = o.rawBody;
+      if (o.body !== undefined) {
+        headers['content-type'] = 'application/json';
+        body = JSON.stringify(o.body);
+      }
+      const res = await fetch(baseUrl + route, { method, headers, body });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as T };
+    },
+    async close() {
+      await app.close();
+      await engine.close();
+      store.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,137 @@
+/** Config resolution: platform data dirs, sandbox separation, flags > env > defaults, and rejected values. */
+import { describe, expect, it } from 'vitest';
+import { dataPaths, defaultDataDir } from '../../service/config/data-dir.ts';
+import {
+  ConfigError,
+  resolveDataDir,
+  resolveSandboxServerConfig,
+  resolveServiceConfig,
+} from '../../service/config/service-config.ts';
+
+const linux = { platform: 'linux' as const, env: {}, homedir: '/home/ann' };
+
+describe('defaultDataDir', () => {
+  it.each([
+    [linux, '/home/ann/.local/share/switchboard'],
+    [{ ...linux, env: { XDG_DATA_HOME: '/data' } }, '/data/switchboard'],
+    [{ ...linux, env: { XDG_DATA_HOME: 'relative/ignored' } }, '/home/ann/.local/share/switchboard'],
+    [
+      { platform: 'darwin' as const, env: {}, homedir: '/Users/ann' },
+      '/Users/ann/Library/Application Support/Switchboard',
+    ],
+    [
+      { platform: 'win32' as const, env: { APPDATA: 'C:\\Users\\ann\\AppData\\Roaming' }, homedir: 'C:\\Users\\ann' },
+      'C:\\Users\\ann\\AppData\\Roaming\\Switchboard',
+    ],
+  ])('%j → %s (live), <that>/sandbox (sandbox)', (platform, expected) => {
+    expect(defaultDataDir(false, platform)).toBe(expected);
+    const sep = platform.platform === 'win32' ? '\\' : '/';
+    expect(defaultDataDir(true, platform)).toBe(`${expected}${sep}sandbox`);
+  });
+
+  it('lays out media and sandbox state inside the data dir', () => {
+    expect(dataPaths('/d')).toEqual({ mediaDir: '/d/media', sandboxServerDir: '/d/sandbox-server' });
+  });
+});
+
+describe('resolveServiceConfig', () => {
+  it('uses the defaults', () => {
+    expect(resolveServiceConfig({}, {}, linux)).toEqual({
+      host: '127.0.0.1',
+      port: 7575,
+      dataDir: '/home/ann/.local/share/switchboard',
+      sandbox: false,
+      sandboxPort: 0,
+      logLevel: 'info',
+      workerId: 'local',
+      typingDelayMs: { min: 800, max: 2500 },
+    });
+  });
+
+  it('takes env over defaults and flags over env', () => {
+    const env = {
+      SWITCHBOARD_HOST: '0.0.0.0',
+      SWITCHBOARD_PORT: '8000',
+      SWITCHBOARD_DATA_DIR: '/env/dir',
+      SWITCHBOARD_LOG_LEVEL: 'DEBUG',
+      SWITCHBOARD_WA_URL: 'ws://127.0.0.1:7580/ws/chat',
+      SWITCHBOARD_TYPING_DELAY_MS: '0',
+      SWITCHBOARD_WORKER_ID: 'w1',
+    };
+    expect(resolveServiceConfig({}, env, linux)).toMatchObject({
+      host: '0.0.0.0',
+      port: 8000,
+      dataDir: '/env/dir',
+      logLevel: 'debug',
+      waUrl: 'ws://127.0.0.1:7580/ws/chat',
+      typingDelayMs: { min: 0, max: 0 },
+      workerId: 'w1',
+    });
+    expect(
+      resolveServiceConfig(
+        { host: '::1', port: '0', dataDir: '/flag/dir', logLevel: 'warn', typingDelayMs: '100-200' },
+        env,
+        linux,
+      ),
+    ).toMatchObject({
+      host: '::1',
+      port: 0,
+      dataDir: '/flag/dir',
+      logLevel: 'warn',
+      typingDelayMs: { min: 100, max: 200 },
+    });
+  });
+
+  it('keeps sandbox data apart unless a data dir is given, which is used as given', () => {
+    expect(resolveServiceConfig({ sandbox: true }, {}, linux).dataDir).toBe(
+      '/home/ann/.local/share/switchboard/sandbox',
+    );
+    expect(resolveServiceConfig({}, { SWITCHBOARD_SANDBOX: '1' }, linux)).toMatchObject({
+      sandbox: true,
+      dataDir: '/home/ann/.local/share/switchboard/sandbox',
+    });
+    expect(resolveServiceConfig({ sandbox: true, dataDir: '/x' }, {}, linux).dataDir).toBe('/x');
+    expect(resolveDataDir({}, true, { SWITCHBOARD_DATA_DIR: '/y' }, linux)).toBe('/y');
+  });
+
+  it('reads a root key in hex or base64, only together with a URL', () => {
+    const key = Buffer.alloc(32, 7);
+    const waUrl = 'ws://h:1/ws/chat';
+    expect(resolveServiceConfig({ waUrl, waRootKey: key.toString('hex') }, {}, linux).waRootPublicKey).toEqual(key);
+    expect(resolveServiceConfig({ waUrl, waRootKey: key.toString('base64') }, {}, linux).waRootPublicKey).toEqual(key);
+    expect(() => resolveServiceConfig({ waRootKey: key.toString('hex') }, {}, linux)).toThrow(
+      '--wa-root-key needs --wa-url',
+    );
+  });
+
+  it.each([
+    [{ port: '70000' }, {}, 'invalid --port value "70000"'],
+    [{ port: '-1' }, {}, 'invalid --port value "-1"'],
+    [{}, { SWITCHBOARD_PORT: 'http' }, 'invalid SWITCHBOARD_PORT value "http"'],
+    [{ logLevel: 'verbose' }, {}, 'invalid --log-level value "verbose"'],
+    [{ waUrl: 'https://web.whatsapp.com' }, {}, 'invalid --wa-url value'],
+    [{ typingDelayMs: '2500-800' }, {}, 'invalid --typing-delay-ms value "2500-800"'],
+    [{ workerId: 'a b' }, {}, 'invalid --worker-id value "a b"'],
+    [{ waUrl: 'ws://h/ws', waRootKey: 'c2hvcnQ=' }, {}, 'expected a 32-byte key'],
+    [{}, { SWITCHBOARD_SANDBOX: 'maybe' }, 'invalid SWITCHBOARD_SANDBOX value "maybe"'],
+  ])('rejects %j %j', (flags, env, message) => {
+    expect(() => resolveServiceConfig(flags, env, linux)).toThrow(ConfigError);
+    expect(() => resolveServiceConfig(flags, env, linux)).toThrow(message);
+  });
+});
+
+describe('resolveSandboxServerConfig', () => {
+  it('defaults to port 7580 and the sandbox data dir', () => {
+    expect(resolveSandboxServerConfig({}, {}, linux)).toEqual({
+      host: '127.0.0.1',
+      port: 7580,
+      dataDir: '/home/ann/.local/share/switchboard/sandbox',
+      seed: false,
+      logLevel: 'info',
+    });
+    expect(
+      resolveSandboxServerConfig({ port: '0', seed: true }, { SWITCHBOARD_SANDBOX_PORT: '9000' }, linux),
+    ).toMatchObject({ port: 0, seed: true });
+    expect(resolveSandboxServerConfig({}, { SWITCHBOARD_SANDBOX_PORT: '9000' }, linux).port).toBe(9000);
+  });
+});

@@ -1,0 +1,97 @@
+/** Pure pieces of the HTTP edge: bearer parsing, log redaction, validation messages, the CLI table. */
+import { Type } from '@sinclair/typebox';
+import { describe, expect, it } from 'vitest';
+import { bearerToken } from '../../service/auth/authenticate.ts';
+import { formatTable } from '../../service/cli/token.ts';
+import { redactUrl } from '../../service/http/plugins/request-log.ts';
+import { typeBoxValidatorCompiler } from '../../service/http/validation.ts';
+
+describe('bearerToken', () => {
+  it.each([
+    ['Bearer wh_abc', 'wh_abc'],
+    ['bearer wh_abc', 'wh_abc'],
+    ['Bearer   wh_abc  ', 'wh_abc'],
+    [undefined, undefined],
+    ['', undefined],
+    ['Bearer', undefined],
+    ['Bearer ', undefined],
+    ['Basic wh_abc', undefined],
+    ['Bearer a b', undefined],
+    ['Bearer wh_ä', undefined],
+  ])('%j → %j', (header, token) => {
+    expect(bearerToken(header)).toBe(token);
+  });
+});
+
+describe('redactUrl', () => {
+  it('replaces every token query value', () => {
+    expect(redactUrl('/api/ws?token=wh_secret&after=3')).toBe('/api/ws?token=[redacted]&after=3');
+    expect(redactUrl('/api/ws?after=3&TOKEN=wh_secret')).toBe('/api/ws?after=3&TOKEN=[redacted]');
+    expect(redactUrl('/api/connections?mytoken=x')).toBe('/api/connections?mytoken=x');
+  });
+});
+
+describe('typeBoxValidatorCompiler', () => {
+  const body = Type.Object(
+    {
+      chatId: Type.String({ minLength: 1 }),
+      count: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+      mode: Type.Optional(Type.Union([Type.Literal('a'), Type.Literal('b')])),
+      name: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    },
+    { additionalProperties: false },
+  );
+  const query = Type.Object({
+    limit: Type.Integer({ minimum: 1, default: 50 }),
+    flag: Type.Boolean({ default: false }),
+    n: Type.Optional(Type.Number()),
+  });
+  const validate = (schema: typeof body | typeof query, part: string, data: unknown) =>
+    typeBoxValidatorCompiler({ schema, httpPart: part, method: 'POST', url: '/x' })(data) as {
+      value?: unknown;
+      error?: Error;
+    };
+
+  it.each([
+    [{}, 'body/chatId is required'],
+    [{ chatId: 1 }, 'body/chatId must be string'],
+    [{ chatId: '' }, 'body/chatId must not be empty'],
+    [{ chatId: 'x', count: '2' }, 'body/count must be integer'],
+    [{ chatId: 'x', count: 9 }, 'body/count must be <= 5'],
+    [{ chatId: 'x', mode: 'c' }, 'body/mode must be "a" or "b"'],
+    [{ chatId: 'x', name: 3 }, 'body/name must be string or null'],
+    [{ chatId: 'x', extra: true }, 'body/extra is not allowed'],
+    [null, 'body/chatId is required'],
+    ['x', 'body must be object'],
+  ])('body %j → %s (no coercion, nothing dropped)', (data, message) => {
+    expect(validate(body, 'body', data).error?.message).toBe(message);
+  });
+
+  it('passes a valid body through unchanged', () => {
+    expect(validate(body, 'body', { chatId: 'x', count: 2 })).toEqual({ value: { chatId: 'x', count: 2 } });
+  });
+
+  it('coerces exact scalar strings in querystrings and applies defaults', () => {
+    expect(validate(query, 'querystring', { limit: '10', flag: 'true', n: '1.5' })).toEqual({
+      value: { limit: 10, flag: true, n: 1.5 },
+    });
+    expect(validate(query, 'querystring', {})).toEqual({ value: { limit: 50, flag: false } });
+    expect(validate(query, 'querystring', { limit: '1.5' }).error?.message).toBe('querystring/limit must be integer');
+    expect(validate(query, 'querystring', { limit: '' }).error?.message).toBe('querystring/limit must be integer');
+    expect(validate(query, 'querystring', { flag: '1' }).error?.message).toBe('querystring/flag must be boolean');
+  });
+});
+
+describe('formatTable', () => {
+  it('pads columns to the widest cell', () => {
+    expect(
+      formatTable(
+        ['ID', 'NAME'],
+        [
+          ['1', 'alpha'],
+          ['22', '-'],
+        ],
+      ),
+    ).toBe('ID  NAME\n1   alpha\n22  -\n');
+  });
+});
