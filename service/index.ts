@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
 import { createLogger } from './config/logger.ts';
-import { fetchSandboxRootKey } from './config/remote-sandbox.ts';
+import { fetchSandboxRootKey, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { openStore } from './db/store.ts';
@@ -70,8 +70,10 @@ export async function startService(config: ServiceConfig, opts: { logger?: Logge
       cleanups.push(() => sandbox.close());
       await sandbox.seedDemo();
       ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl } = sandbox);
-    } else if (config.sandbox && waUrl && !waRootPublicKey) {
-      waRootPublicKey = await fetchSandboxRootKey(waUrl);
+    } else if (config.sandbox && waUrl) {
+      // A sandbox running elsewhere: its admin API shares host and port with the WebSocket endpoint.
+      sandboxUrl = sandboxAdminUrl(waUrl);
+      waRootPublicKey ??= await fetchSandboxRootKey(waUrl);
     }
 
     const engine = createEngine({

@@ -12,13 +12,19 @@ export class SandboxDiscoveryError extends Error {
 /** How long the lookup may take before the service refuses to start. */
 const TIMEOUT_MS = 5_000;
 
+/** Admin API base (`http://HOST:PORT`) of the sandbox whose WebSocket endpoint is `waUrl`. */
+export function sandboxAdminUrl(waUrl: string): string {
+  const url = new URL('/', waUrl);
+  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  return url.origin;
+}
+
 /**
  * The 32-byte root public key of the sandbox behind `waUrl` (`ws://HOST:PORT/ws/chat`).
  * @throws SandboxDiscoveryError naming the URL when the sandbox cannot be reached or answers something else.
  */
 export async function fetchSandboxRootKey(waUrl: string): Promise<Buffer> {
-  const url = new URL('/', waUrl);
-  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  const url = new URL('/', sandboxAdminUrl(waUrl));
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: 'error' });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
