@@ -6,9 +6,11 @@ import type { Logger } from 'pino';
 import type { Accounts } from './accounts.ts';
 import type { ServerIdentity } from './certs.ts';
 import type { Delivery } from './delivery.ts';
+import type { MediaHost } from './media.ts';
 import type { Messaging } from './messaging.ts';
 import type { Pairing } from './pairing.ts';
 import type { Phones } from './signal-device.ts';
+import type { Signals } from './signals.ts';
 import type { Store } from './store.ts';
 
 export interface SandboxContext {
@@ -20,8 +22,11 @@ export interface SandboxContext {
   pairing: Pairing;
   delivery: Delivery;
   messaging: Messaging;
-  /** `host:port` of the sandbox, advertised as the media host in `media_conn` answers. */
-  mediaHost(): string;
+  signals: Signals;
+  /** The HTTPS media host; `media.host` (`host:port`) is advertised in `media_conn` answers. */
+  media: MediaHost;
+  /** History sync sizing (per-chat cap and messages per history-sync chunk). */
+  history: { messagesPerChat: number; messagesPerChunk: number };
 }
 
 /** Unix time in seconds, as a string (binary-node attribute values must be strings). */

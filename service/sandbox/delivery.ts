@@ -21,7 +21,7 @@ import {
   writeRandomPadMax16,
   type BinaryNode,
 } from '@whiskeysockets/baileys';
-import { buildHistorySyncMessage } from './history.ts';
+import { buildHistorySyncMessages } from './history.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
@@ -140,13 +140,14 @@ export class Delivery {
     if (!device || !account) return;
     if (!device.historySent) {
       store.transaction(() => {
-        const message = buildHistorySyncMessage(store, accounts, account);
-        store.insertOutboxNow([
-          {
+        const messages = buildHistorySyncMessages(store, accounts, account, this.ctx.history);
+        const t = unixNow();
+        store.insertOutboxNow(
+          messages.map((message) => ({
             pn: link.pn,
             deviceId: link.deviceId,
             msgId: generateMessageIDV2(pnJid(account.pn)),
-            kind: 'history',
+            kind: 'history' as const,
             senderPn: account.pn,
             attrs: {
               from: pnJid(account.pn),
@@ -154,13 +155,13 @@ export class Delivery {
               category: 'peer',
               notify: account.pushName,
               sender_lid: lidJid(account.lid),
-              t: unixNow(),
+              t,
             },
             plaintext: Buffer.from(proto.Message.encode(message).finish()),
             encType: null,
             ciphertext: null,
-          },
-        ]);
+          })),
+        );
         store.markHistorySent(link.pn, link.deviceId);
       });
       conn.log.info('queued initial history sync');
@@ -262,9 +263,15 @@ export class Delivery {
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       return undefined;
     }
-    const attrs: Record<string, string> = { ...row.attrs, id: row.msgId };
-    if (offline) attrs.offline = '1';
+    const attrs: Record<string, string> = { id: row.msgId };
     const encAttrs: Record<string, string> = { v: '2', type };
+    // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail)
+    for (const [k, v] of Object.entries(row.attrs)) {
+      if (k.startsWith('enc:')) encAttrs[k.slice(4)] = v;
+      else attrs[k] = v;
+    }
+    attrs.id = row.msgId;
+    if (offline) attrs.offline = '1';
     if (retryCount !== undefined) encAttrs.count = String(retryCount);
     return { tag: 'message', attrs, content: [{ tag: 'enc', attrs: encAttrs, content: ciphertext }] };
   }
@@ -367,6 +374,20 @@ export class Delivery {
       attrs: { from: '@s.whatsapp.net', type: 'encrypt', id: generateMessageIDV2(), t: unixNow() },
       content: [{ tag: 'count', attrs: { value: String(remaining) } }],
     });
+  }
+
+  /**
+   * Send a stanza to every online companion of `pn` (best effort, not queued: receipts, chatstates, presence).
+   * @returns how many companions it was sent to.
+   */
+  sendToCompanions(pn: string, node: BinaryNode): number {
+    let n = 0;
+    for (const link of this.links.values()) {
+      if (link.pn !== pn || !link.ready || !link.conn.isOnline) continue;
+      link.conn.send(node);
+      n++;
+    }
+    return n;
   }
 
   /**

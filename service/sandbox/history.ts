@@ -2,11 +2,13 @@
  * The initial history sync a phone sends to a newly linked companion (brief §B8; client side in
  * `lib/Utils/history.js` and `lib/Utils/process-message.js`).
  *
- * Owns: building `proto.HistorySync{INITIAL_BOOTSTRAP}` from the sandbox's conversations of one account
+ * Owns: building `proto.HistorySync` chunks from the sandbox's conversations of one account
  * (per chat: id, name, unreadCount, timestamps, LID/PN, newest-first `WebMessageInfo`s with
- * key/fromMe/pushName/status) plus `phoneNumberToLidMappings` for every account, and wrapping it
- * zlib-deflated as `initialHistBootstrapInlinePayload` of a `HISTORY_SYNC_NOTIFICATION` protocol message
- * (inline, so the client downloads nothing).
+ * key/fromMe/pushName/status; at most `messagesPerChat` newest messages per chat) plus
+ * `phoneNumberToLidMappings` for every account, each chunk zlib-deflated as
+ * `initialHistBootstrapInlinePayload` of a `HISTORY_SYNC_NOTIFICATION` protocol message (inline, so the
+ * client downloads nothing). Chunk 0 is `INITIAL_BOOTSTRAP`, later chunks (at most `messagesPerChunk`
+ * messages each, most recent chats first) are `RECENT`, the last with progress 100.
  */
 import { deflateSync } from 'node:zlib';
 import { proto } from '@whiskeysockets/baileys';
@@ -14,15 +16,27 @@ import type { Accounts } from './accounts.ts';
 import type { AccountRow, MessageRow, Store } from './store.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 
-/** Most recent messages kept per conversation in the bootstrap payload. */
-export const HISTORY_MESSAGES_PER_CHAT = 500;
+/** Default: most recent messages kept per conversation in the history sync. */
+export const HISTORY_MESSAGES_PER_CHAT = 100_000;
+/** Default: messages per history-sync message (chunk). */
+export const HISTORY_MESSAGES_PER_CHUNK = 5_000;
+
+export interface HistoryLimits {
+  messagesPerChat: number;
+  messagesPerChunk: number;
+}
 
 /**
- * Build the history-sync protocol message for `account`'s companion. Synchronous on purpose: the caller
- * snapshots the conversations and marks the device as synced in the same tick, so no message can fall
- * between the snapshot and the live queue.
+ * Build the history-sync protocol messages (chunks, in delivery order) for `account`'s companion.
+ * Synchronous on purpose: the caller snapshots the conversations and marks the device as synced in the
+ * same tick, so no message can fall between the snapshot and the live queue.
  */
-export function buildHistorySyncMessage(store: Store, accounts: Accounts, account: AccountRow): proto.IMessage {
+export function buildHistorySyncMessages(
+  store: Store,
+  accounts: Accounts,
+  account: AccountRow,
+  limits: HistoryLimits = { messagesPerChat: HISTORY_MESSAGES_PER_CHAT, messagesPerChunk: HISTORY_MESSAGES_PER_CHUNK },
+): proto.IMessage[] {
   const byPeer = new Map<string, MessageRow[]>();
   for (const m of store.listInvolving(account.pn)) {
     const peer = m.fromPn === account.pn ? m.toPn : m.fromPn;
@@ -33,7 +47,7 @@ export function buildHistorySyncMessage(store: Store, accounts: Accounts, accoun
 
   const conversations: proto.IConversation[] = [];
   for (const [peerPn, all] of byPeer) {
-    const msgs = all.slice(-HISTORY_MESSAGES_PER_CHAT);
+    const msgs = all.slice(-Math.max(1, limits.messagesPerChat));
     const peer = accounts.get(peerPn);
     const chatJid = pnJid(peerPn);
     let unread = 0;
@@ -73,23 +87,47 @@ export function buildHistorySyncMessage(store: Store, accounts: Accounts, accoun
   conversations.sort((a, b) => Number(b.conversationTimestamp) - Number(a.conversationTimestamp));
 
   const phoneNumberToLidMappings = accounts.list().map((a) => ({ pnJid: pnJid(a.pn), lidJid: lidJid(a.lid) }));
-  const payload = proto.HistorySync.encode({
-    syncType: proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP,
-    conversations,
-    phoneNumberToLidMappings,
-    chunkOrder: 0,
-    progress: 100,
-  }).finish();
 
-  return {
-    protocolMessage: {
-      type: proto.Message.ProtocolMessage.Type.HISTORY_SYNC_NOTIFICATION,
-      historySyncNotification: {
-        syncType: proto.Message.HistorySyncType.INITIAL_BOOTSTRAP,
-        chunkOrder: 0,
-        progress: 100,
-        initialHistBootstrapInlinePayload: deflateSync(payload),
+  // split into chunks of at most messagesPerChunk messages; a long chat may span several chunks
+  const perChunk = Math.max(1, limits.messagesPerChunk);
+  const chunks: proto.IConversation[][] = [[]];
+  let inChunk = 0;
+  for (const conv of conversations) {
+    const msgs = conv.messages ?? [];
+    let offset = 0;
+    do {
+      if (inChunk >= perChunk) {
+        chunks.push([]);
+        inChunk = 0;
+      }
+      const take = msgs.slice(offset, offset + (perChunk - inChunk));
+      chunks[chunks.length - 1]!.push({ ...conv, messages: take });
+      inChunk += take.length;
+      offset += take.length;
+    } while (offset < msgs.length);
+  }
+
+  return chunks.map((convs, i) => {
+    const syncType =
+      i === 0 ? proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP : proto.HistorySync.HistorySyncType.RECENT;
+    const progress = Math.round(((i + 1) / chunks.length) * 100);
+    const payload = proto.HistorySync.encode({
+      syncType,
+      conversations: convs,
+      phoneNumberToLidMappings: i === 0 ? phoneNumberToLidMappings : [],
+      chunkOrder: i,
+      progress,
+    }).finish();
+    return {
+      protocolMessage: {
+        type: proto.Message.ProtocolMessage.Type.HISTORY_SYNC_NOTIFICATION,
+        historySyncNotification: {
+          syncType: syncType as unknown as proto.Message.HistorySyncType,
+          chunkOrder: i,
+          progress,
+          initialHistBootstrapInlinePayload: deflateSync(payload),
+        },
       },
-    },
-  };
+    };
+  });
 }

@@ -4,14 +4,20 @@
  *
  * One HTTP server serves the admin API (JSON, see `admin-api.ts`) and the WebSocket upgrade at
  * `/ws/chat` (point Baileys' `waWebSocketUrl` there and set `WA_CERT_DETAILS.PUBLIC_KEY = rootPublicKey`).
+ * A second, HTTPS server is the media host (`media.ts`), with the sandbox's own CA (`tls.ts`): only
+ * sandbox-mode requests trust `caCertPem` (see `service/engine/sandbox-trust.ts`).
  * All state lives in `<dataDir>/sandbox.db`; a restarted sandbox keeps accounts, linked devices, Signal
- * sessions and undelivered messages.
+ * sessions, undelivered messages, media blobs and its CA.
  */
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { Accounts } from './accounts.ts';
+import { HISTORY_MESSAGES_PER_CHAT, HISTORY_MESSAGES_PER_CHUNK } from './history.ts';
+import { MediaHost } from './media.ts';
+import { Signals } from './signals.ts';
+import { loadTlsIdentity } from './tls.ts';
 import { createAdminHandler } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
@@ -32,6 +38,12 @@ export interface SandboxOptions {
   port?: number;
   /** Parent logger; protocol chatter is logged at debug/trace. Default: pino at `warn`. */
   logger?: Logger;
+  /** Port of the HTTPS media host (same listen address); `0` (default) picks a free port. */
+  mediaPort?: number;
+  /** Most recent messages per chat in a new companion's history sync; default 100 000. */
+  historyMessagesPerChat?: number;
+  /** Messages per history-sync message (chunk); default 5 000. */
+  historyMessagesPerChunk?: number;
 }
 
 export interface Sandbox {
@@ -44,6 +56,10 @@ export interface Sandbox {
    * `WA_CERT_DETAILS.PUBLIC_KEY` (hence `Buffer<ArrayBuffer>`).
    */
   rootPublicKey: Buffer<ArrayBuffer>;
+  /** PEM of the sandbox CA that signs the media host's certificate; trust it for sandbox requests only. */
+  caCertPem: string;
+  /** `host:port` of the HTTPS media host (as advertised in `media_conn`). */
+  mediaHost: string;
   /** Create the demo accounts and chats, only when no accounts exist (idempotent). */
   seedDemo(): Promise<void>;
   /** Close client WebSockets, the HTTP server and the database. */
@@ -77,9 +93,22 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const accounts = new Accounts(store);
   let hostPort = '';
   let wsUrl = '';
+  let tls;
+  try {
+    tls = loadTlsIdentity(store, host);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const media = new MediaHost(store, logger.child({ part: 'media' }), tls);
+  const history = {
+    messagesPerChat: opts.historyMessagesPerChat ?? HISTORY_MESSAGES_PER_CHAT,
+    messagesPerChunk: opts.historyMessagesPerChunk ?? HISTORY_MESSAGES_PER_CHUNK,
+  };
 
   // the parts reference each other through the context; it is complete before any traffic arrives
-  const ctx = { store, logger, identity, accounts, mediaHost: () => hostPort } as SandboxContext;
+  const ctx = { store, logger, identity, accounts, media, history } as SandboxContext;
+  ctx.signals = new Signals(ctx);
   ctx.delivery = new Delivery(ctx);
   ctx.phones = new Phones(store, accounts, (pn, deviceId, remaining) =>
     ctx.delivery.onDevicePreKeyTaken(pn, deviceId, remaining),
@@ -88,7 +117,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.messaging = new Messaging(ctx);
 
   const connections = new Set<ClientConnection>();
-  const server = createServer(createAdminHandler(ctx, () => ({ wsUrl })));
+  const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_WS_MESSAGE, perMessageDeflate: false });
   server.on('upgrade', (req, socket: Duplex, head) => {
     const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
@@ -110,8 +139,10 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
 
   let port: number;
   try {
+    await media.listen(host, opts.mediaPort ?? 0);
     port = await listen(server, opts.port ?? 0, host);
   } catch (err) {
+    await media.close();
     store.close();
     throw err;
   }
@@ -119,13 +150,15 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   hostPort = `${urlHost}:${port}`;
   wsUrl = `ws://${hostPort}${WS_PATH}`;
   const url = `http://${hostPort}`;
-  logger.info({ url, wsUrl }, 'sandbox listening');
+  logger.info({ url, wsUrl, mediaHost: media.host }, 'sandbox listening');
 
   let closed = false;
   return {
     url,
     wsUrl,
     rootPublicKey: Buffer.from(identity.rootKey.public),
+    caCertPem: tls.caCertPem,
+    mediaHost: media.host,
     async seedDemo() {
       if (seedDemo(store, accounts)) logger.info('seeded demo accounts');
     },
@@ -139,6 +172,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await media.close();
       await store.commit().catch((err) => logger.error({ err }, 'final commit failed'));
       store.close();
     },

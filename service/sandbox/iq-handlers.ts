@@ -12,6 +12,7 @@ import type { ClientConnection } from './session.ts';
 import type { PreKey } from './store.ts';
 import { handleUsync } from './usync.ts';
 import { bundleNodes } from './key-nodes.ts';
+import { MEDIA_AUTH } from './media.ts';
 
 function childBuffer(node: BinaryNode | undefined, tag: string): Buffer | undefined {
   const c = getBinaryNodeChild(node, tag)?.content;
@@ -65,8 +66,8 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       return conn.reply(iq, [
         {
           tag: 'media_conn',
-          attrs: { auth: 'sandbox-media-auth', ttl: '3600', auth_ttl: '21600', max_buckets: '12' },
-          content: [{ tag: 'host', attrs: { hostname: ctx.mediaHost(), maxContentLengthBytes: '104857600' } }],
+          attrs: { auth: MEDIA_AUTH, ttl: '3600', auth_ttl: '21600', max_buckets: '12' },
+          content: [{ tag: 'host', attrs: { hostname: ctx.media.host, maxContentLengthBytes: '104857600' } }],
         },
       ]);
     case 'w:profile:picture':

@@ -26,6 +26,14 @@ import type { AccountRow, NewOutbox } from './store.ts';
 import type { EncType } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 import { KEY_TYPE, encodeBE, preKeyNode, signedPreKeyNode } from './key-nodes.ts';
+import { classify, stanzaAttrs } from './content.ts';
+import { mediaContent } from './media.ts';
+
+/** Protocol messages a phone records as messages (edits and revokes); others are device plumbing. */
+const RECORDED_PROTOCOL_TYPES = new Set<number>([
+  proto.Message.ProtocolMessage.Type.MESSAGE_EDIT,
+  proto.Message.ProtocolMessage.Type.REVOKE,
+]);
 
 /** Best-effort display text of a message (conversation, extended text, captions, reactions); null otherwise. */
 export function messageText(message: proto.IMessage | null | undefined): string | null {
@@ -105,23 +113,30 @@ export class Messaging {
   }
 
   /**
-   * `from`'s phone sends `text` to `to`: stored, queued for every linked companion of `to` (and a
-   * `deviceSentMessage` copy for `from`'s own companions), committed, then delivered to those online.
-   * Companions whose history sync is not queued yet get it through that sync instead.
+   * `from`'s phone sends `message` to `to`: stored (with the media plaintext, if any), queued for every
+   * linked companion of `to` (and a `deviceSentMessage` copy for `from`'s own companions), committed, then
+   * delivered to those online. Companions whose history sync is not queued yet get it through that sync.
    * @returns the WhatsApp message id (`3EB0…`), once the rows are durable.
    */
-  async sendFromPhone(from: AccountRow, to: AccountRow, text: string): Promise<{ id: string; timestamp: number }> {
+  async sendFromPhone(
+    from: AccountRow,
+    to: AccountRow,
+    message: proto.IMessage,
+    opts: { mediaPlaintext?: Buffer } = {},
+  ): Promise<{ id: string; timestamp: number }> {
     const { store } = this.ctx;
     const id = generateMessageIDV2(pnJid(from.pn));
     const ts = Math.floor(Date.now() / 1000);
-    const message: proto.IMessage = { conversation: text };
+    const text = classify(message).text;
     const bytes = Buffer.from(proto.Message.encode(message).finish());
     const dsm = Buffer.from(
       proto.Message.encode({ deviceSentMessage: { destinationJid: pnJid(to.pn), message } }).finish(),
     );
+    const baseAttrs = stanzaAttrs(message);
     const targets: Array<[string, number]> = [];
     store.enqueue(() => {
       store.insertMessageNow({ msgId: id, fromPn: from.pn, toPn: to.pn, ts, text, message: bytes });
+      if (opts.mediaPlaintext) store.putMessageMediaNow(from.pn, id, opts.mediaPlaintext);
       const rows: NewOutbox[] = [];
       for (const d of store.listDevices(to.pn)) {
         if (!d.historySent) continue;
@@ -132,8 +147,8 @@ export class Messaging {
           kind: 'message',
           senderPn: from.pn,
           attrs: {
+            ...baseAttrs,
             from: pnJid(from.pn),
-            type: 'text',
             t: String(ts),
             notify: from.pushName,
             sender_lid: lidJid(from.lid),
@@ -151,7 +166,7 @@ export class Messaging {
           msgId: id,
           kind: 'message',
           senderPn: from.pn,
-          attrs: { from: pnJid(from.pn), recipient: pnJid(to.pn), type: 'text', t: String(ts), notify: from.pushName },
+          attrs: { ...baseAttrs, from: pnJid(from.pn), recipient: pnJid(to.pn), t: String(ts), notify: from.pushName },
           plaintext: dsm,
           encType: null,
           ciphertext: null,
@@ -242,16 +257,29 @@ export class Messaging {
     // a chat with another sandbox account is recorded once that phone decrypted it; a chat with an unknown
     // number only exists as the sender's own-phone copy
     const chatWithAccount = chat && chat.account.pn !== sender.pn ? chat.account : undefined;
+    const protocolType = normalizeMessageContent(content)?.protocolMessage?.type;
     const record =
       content &&
       !isPeer &&
-      !normalizeMessageContent(content)?.protocolMessage &&
+      (protocolType === null || protocolType === undefined || RECORDED_PROTOCOL_TYPES.has(protocolType)) &&
       (deliveredToPhone || !chatWithAccount);
     const toPn = chatWithAccount?.pn ?? jidDecode(destinationJid ?? to)?.user;
     if (record && content && toPn) {
       const bytes = Buffer.from(proto.Message.encode(content).finish());
-      const text = messageText(content);
-      store.enqueue(() => store.insertMessageNow({ msgId: id, fromPn: sender.pn, toPn, ts, text, message: bytes }));
+      const text = classify(content).text;
+      // the receiving phone downloads the companion's upload and checks its hashes (brief §B7)
+      let plaintext: Buffer | undefined;
+      if (mediaContent(content)) {
+        try {
+          plaintext = await this.ctx.media.fetchMessageMedia(content);
+        } catch (err) {
+          conn.log.warn({ err, msgId: id }, "phone could not download/verify the companion's media");
+        }
+      }
+      store.enqueue(() => {
+        store.insertMessageNow({ msgId: id, fromPn: sender.pn, toPn, ts, text, message: bytes });
+        if (plaintext) store.putMessageMediaNow(sender.pn, id, plaintext);
+      });
     }
     if (relays.length) store.enqueue(() => store.insertOutboxNow(relays));
     await store.commit(); // session state + what the phone received, before acknowledging

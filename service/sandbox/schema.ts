@@ -109,6 +109,45 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX outbox_device ON outbox (pn, device_id, seq);
   `,
+  // v2: media host blobs, decrypted media per message, receipts and chatstates seen by phones
+  `
+  -- encrypted media files served by the HTTPS media host; body NULL = expired/deleted (404)
+  CREATE TABLE media_blobs (
+    direct_path TEXT PRIMARY KEY,
+    media_type TEXT NOT NULL,
+    body BLOB,
+    created_at INTEGER NOT NULL
+  );
+
+  -- the plaintext of a media message as the phones know it (re-encrypted for media re-upload)
+  CREATE TABLE message_media (
+    from_pn TEXT NOT NULL,
+    msg_id TEXT NOT NULL,
+    plaintext BLOB NOT NULL,
+    PRIMARY KEY (from_pn, msg_id)
+  ) WITHOUT ROWID;
+
+  -- receipts a phone saw from other accounts' devices (delivery/read)
+  CREATE TABLE receipts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pn TEXT NOT NULL,
+    from_pn TEXT NOT NULL,
+    msg_ids TEXT NOT NULL,
+    type TEXT NOT NULL,
+    ts INTEGER NOT NULL
+  );
+  CREATE INDEX receipts_pn ON receipts (pn, seq);
+
+  -- chatstates and presence a phone saw from other accounts' devices
+  CREATE TABLE chatstates (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pn TEXT NOT NULL,
+    from_pn TEXT NOT NULL,
+    state TEXT NOT NULL,
+    ts INTEGER NOT NULL
+  );
+  CREATE INDEX chatstates_pn ON chatstates (pn, seq);
+  `,
 ];
 
 /**

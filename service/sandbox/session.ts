@@ -14,6 +14,7 @@ import { FrameReader, NoiseProtocolError, NoiseResponder, encodeFrame, type Hand
 import { unixNow, type SandboxContext } from './context.ts';
 import { handleIq } from './iq-handlers.ts';
 import { lidJid } from './phone-number.ts';
+import { onMediaRetryReceipt } from './media.ts';
 
 /** hello → finish (Noise) → transport (registered or pairing, not logged in) → online (logged in) → closed */
 type ConnState = 'hello' | 'finish' | 'transport' | 'online' | 'closed';
@@ -177,13 +178,24 @@ export class ClientConnection {
         await this.ctx.messaging.onClientMessage(this, node);
         return;
       case 'receipt':
+        if (attrs.type === 'server-error') {
+          await onMediaRetryReceipt(this.ctx, this, node);
+          return;
+        }
         await this.ctx.delivery.onReceipt(this, node);
+        await this.ctx.signals.onClientReceipt(this, node);
+        return;
+      case 'chatstate':
+        await this.ctx.signals.onClientChatstate(this, node);
+        return;
+      case 'presence':
+        await this.ctx.signals.onClientPresence(this, node);
         return;
       case 'ack':
         await this.ctx.delivery.onAck(this, node);
         return;
       default:
-        // presence, chatstate, ib (unified_session, offline_batch), call, … — never fatal
+        // ib (unified_session, offline_batch), call, … — never fatal
         this.log.debug({ tag, attrs }, 'unhandled stanza');
     }
   }

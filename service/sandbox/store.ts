@@ -327,6 +327,48 @@ function prepareStatements(db: Database.Database) {
       'DELETE FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?',
     ),
     bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?'),
+    getMessage: db.prepare<[string, string], MessageSql>(
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE from_pn = ? AND msg_id = ?',
+    ),
+    findMessageForPhone: db.prepare<[string, string, string], MessageSql>(
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages
+       WHERE msg_id = ? AND (from_pn = ? OR to_pn = ?) LIMIT 1`,
+    ),
+    findMessageInChat: db.prepare<[string, string, string, string, string], MessageSql>(
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages
+       WHERE msg_id = ? AND ((from_pn = ? AND to_pn = ?) OR (from_pn = ? AND to_pn = ?)) LIMIT 1`,
+    ),
+    putBlob: db.prepare<[string, string, Buffer, number]>(
+      'INSERT OR REPLACE INTO media_blobs (direct_path, media_type, body, created_at) VALUES (?, ?, ?, ?)',
+    ),
+    getBlob: db.prepare<[string], { media_type: string; body: Buffer | null }>(
+      'SELECT media_type, body FROM media_blobs WHERE direct_path = ?',
+    ),
+    expireBlob: db.prepare<[string]>('UPDATE media_blobs SET body = NULL WHERE direct_path = ? AND body IS NOT NULL'),
+    putMessageMedia: db.prepare<[string, string, Buffer]>(
+      'INSERT OR REPLACE INTO message_media (from_pn, msg_id, plaintext) VALUES (?, ?, ?)',
+    ),
+    getMessageMedia: db.prepare<[string, string], { plaintext: Buffer }>(
+      'SELECT plaintext FROM message_media WHERE from_pn = ? AND msg_id = ?',
+    ),
+    insertReceipt: db.prepare<[string, string, string, string, number]>(
+      'INSERT INTO receipts (pn, from_pn, msg_ids, type, ts) VALUES (?, ?, ?, ?, ?)',
+    ),
+    listReceipts: db.prepare<[string], { from_pn: string; msg_ids: string; type: string; ts: number }>(
+      'SELECT from_pn, msg_ids, type, ts FROM receipts WHERE pn = ? ORDER BY seq',
+    ),
+    listReceiptsFrom: db.prepare<[string], { from_pn: string; msg_ids: string; type: string; ts: number }>(
+      'SELECT from_pn, msg_ids, type, ts FROM receipts WHERE from_pn = ? ORDER BY seq',
+    ),
+    insertChatstate: db.prepare<[string, string, string, number]>(
+      'INSERT INTO chatstates (pn, from_pn, state, ts) VALUES (?, ?, ?, ?)',
+    ),
+    listChatstates: db.prepare<[string], { from_pn: string; state: string; ts: number }>(
+      'SELECT from_pn, state, ts FROM chatstates WHERE pn = ? ORDER BY seq',
+    ),
+    listPeers: db.prepare<[string, string], { pn: string }>(
+      'SELECT to_pn AS pn FROM messages WHERE from_pn = ? UNION SELECT from_pn AS pn FROM messages WHERE to_pn = ?',
+    ),
   };
 }
 
@@ -634,6 +676,92 @@ export class Store {
   /** Every message sent or received by `pn`, oldest first. */
   listInvolving(pn: string): MessageRow[] {
     return this.s.listInvolving.all(pn, pn).map(toMessage);
+  }
+
+  /** A message by its sender and id. */
+  getMessage(fromPn: string, msgId: string): MessageRow | undefined {
+    const r = this.s.getMessage.get(fromPn, msgId);
+    return r && toMessage(r);
+  }
+
+  /** A message with id `msgId` sent or received by `pn`. */
+  findMessageForPhone(pn: string, msgId: string): MessageRow | undefined {
+    const r = this.s.findMessageForPhone.get(msgId, pn, pn);
+    return r && toMessage(r);
+  }
+
+  /** A message with id `msgId` in the 1:1 conversation between `a` and `b` (either direction). */
+  findMessageInChat(a: string, b: string, msgId: string): MessageRow | undefined {
+    const r = this.s.findMessageInChat.get(msgId, a, b, b, a);
+    return r && toMessage(r);
+  }
+
+  /** Phone numbers `pn` has exchanged messages with. */
+  listPeers(pn: string): string[] {
+    return this.s.listPeers
+      .all(pn, pn)
+      .map((r) => r.pn)
+      .filter((p) => p !== pn);
+  }
+
+  /** Insert many messages in one transaction (bulk history seeding). */
+  insertMessagesBulk(rows: NewMessage[]): void {
+    this.transaction(() => {
+      for (const m of rows) this.insertMessageNow(m);
+    });
+  }
+
+  // ---- media --------------------------------------------------------------------------------
+
+  /** Store (or replace) an encrypted media file under its direct path, inside the caller's write. */
+  putBlobNow(directPath: string, mediaType: string, body: Buffer): void {
+    this.s.putBlob.run(directPath, mediaType, body, nowSeconds());
+  }
+
+  /** An encrypted media file: `undefined` if unknown, `body: null` if expired. */
+  getBlob(directPath: string): { mediaType: string; body: Buffer | null } | undefined {
+    const r = this.s.getBlob.get(directPath);
+    return r && { mediaType: r.media_type, body: r.body };
+  }
+
+  /** Expire (delete the bytes of) a media file; later downloads get 404. @returns whether it was live. */
+  expireBlob(directPath: string): boolean {
+    return this.s.expireBlob.run(directPath).changes > 0;
+  }
+
+  putMessageMediaNow(fromPn: string, msgId: string, plaintext: Buffer): void {
+    this.s.putMessageMedia.run(fromPn, msgId, plaintext);
+  }
+
+  getMessageMedia(fromPn: string, msgId: string): Buffer | undefined {
+    return this.s.getMessageMedia.get(fromPn, msgId)?.plaintext;
+  }
+
+  // ---- receipts / chatstates seen by phones -------------------------------------------------
+
+  insertReceiptNow(pn: string, fromPn: string, msgIds: string[], type: string, ts: number): void {
+    this.s.insertReceipt.run(pn, fromPn, JSON.stringify(msgIds), type, ts);
+  }
+
+  listReceipts(pn: string): Array<{ fromPn: string; msgIds: string[]; type: string; ts: number }> {
+    return this.s.listReceipts
+      .all(pn)
+      .map((r) => ({ fromPn: r.from_pn, msgIds: JSON.parse(r.msg_ids) as string[], type: r.type, ts: r.ts }));
+  }
+
+  /** Receipts sent by `fromPn`'s devices (e.g. its phone's reads), as recorded for their recipients. */
+  listReceiptsFrom(fromPn: string): Array<{ fromPn: string; msgIds: string[]; type: string; ts: number }> {
+    return this.s.listReceiptsFrom
+      .all(fromPn)
+      .map((r) => ({ fromPn: r.from_pn, msgIds: JSON.parse(r.msg_ids) as string[], type: r.type, ts: r.ts }));
+  }
+
+  insertChatstateNow(pn: string, fromPn: string, state: string, ts: number): void {
+    this.s.insertChatstate.run(pn, fromPn, state, ts);
+  }
+
+  listChatstates(pn: string): Array<{ fromPn: string; state: string; ts: number }> {
+    return this.s.listChatstates.all(pn).map((r) => ({ fromPn: r.from_pn, state: r.state, ts: r.ts }));
   }
 
   // ---- outbox -------------------------------------------------------------------------------

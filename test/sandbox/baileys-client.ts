@@ -74,6 +74,8 @@ const RECORDED: EventName[] = [
   'messages.upsert',
   'messages.update',
   'contacts.update',
+  'messages.reaction',
+  'presence.update',
 ];
 
 export interface TestClient {
@@ -98,6 +100,7 @@ export async function connectClient(
   wsUrl: string,
   rootPublicKey: Buffer<ArrayBuffer>,
   authFile: string,
+  extra: Partial<Parameters<typeof makeWASocket>[0]> = {},
 ): Promise<TestClient> {
   WA_CERT_DETAILS.PUBLIC_KEY = rootPublicKey;
   const { state, save: saveCreds } = jsonFileAuthState(authFile);
@@ -116,6 +119,7 @@ export async function connectClient(
     browser: Browsers.macOS('Chrome'),
     connectTimeoutMs: 5_000,
     defaultQueryTimeoutMs: 10_000,
+    ...extra,
   });
   sock.ev.on('creds.update', () => void saveCreds());
 
