@@ -12,13 +12,18 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
 import { createLogger } from './config/logger.ts';
-import { fetchSandboxRootKey, sandboxAdminUrl } from './config/remote-sandbox.ts';
+import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
+import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { openStore } from './db/store.ts';
 import { createEngine } from './engine/engine.ts';
+import type { EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
+import { startRetention } from './events/retention.ts';
+import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { UrlPolicy } from './webhooks/url-policy.ts';
 
 export interface RunningService {
   /** Base URL of the REST API, e.g. `http://127.0.0.1:7575/api`. */
@@ -27,6 +32,15 @@ export interface RunningService {
   sandboxUrl?: string;
   /** Stops everything; safe to call more than once. */
   close(): Promise<void>;
+}
+
+/** In-process options beyond the config (embedding and tests). */
+export interface StartOptions {
+  logger?: Logger;
+  /** The engine's clock in ms (the message edit window is checked against it); `Date.now` by default. */
+  now?: () => number;
+  /** Dispatcher for fetching `url` media of send requests (e.g. trusting a test CA). */
+  urlFetchDispatcher?: EngineOptions['urlFetchDispatcher'];
 }
 
 /** `http://host:port`, with brackets around IPv6 hosts. */
@@ -39,7 +53,7 @@ export function httpOrigin(host: string, port: number): string {
  * @throws DatabaseOpenError when the database cannot be used (the file is left untouched);
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
-export async function startService(config: ServiceConfig, opts: { logger?: Logger } = {}): Promise<RunningService> {
+export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
   const cleanups: Array<() => Promise<void> | void> = [];
@@ -59,6 +73,7 @@ export async function startService(config: ServiceConfig, opts: { logger?: Logge
 
     let waUrl = config.waUrl;
     let waRootPublicKey = config.waRootPublicKey;
+    let waCaCertPem: string | undefined;
     let sandboxUrl: string | undefined;
     if (config.sandbox && !config.waUrl) {
       const sandbox = await startSandbox({
@@ -69,11 +84,13 @@ export async function startService(config: ServiceConfig, opts: { logger?: Logge
       });
       cleanups.push(() => sandbox.close());
       await sandbox.seedDemo();
-      ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl } = sandbox);
+      ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl, caCertPem: waCaCertPem } = sandbox);
     } else if (config.sandbox && waUrl) {
       // A sandbox running elsewhere: its admin API shares host and port with the WebSocket endpoint.
       sandboxUrl = sandboxAdminUrl(waUrl);
-      waRootPublicKey ??= await fetchSandboxRootKey(waUrl);
+      const trust = await fetchSandboxTrust(waUrl);
+      waRootPublicKey ??= trust.rootPublicKey;
+      waCaCertPem = trust.caCertPem;
     }
 
     const engine = createEngine({
@@ -84,8 +101,33 @@ export async function startService(config: ServiceConfig, opts: { logger?: Logge
       typingDelayMs: config.typingDelayMs,
       ...(waUrl && { waUrl }),
       ...(waRootPublicKey && { waRootPublicKey }),
+      ...(waCaCertPem && { waCaCertPem }),
+      ...(opts.now && { now: opts.now }),
+      ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
     });
     cleanups.push(() => engine.close());
+
+    const policy = new UrlPolicy({
+      allowLan: config.allowLanWebhooks === true,
+      allowLanSetting: () => store.webhooks.allowLanSetting(),
+    });
+    const dispatcher = new WebhookDispatcher({
+      store,
+      logger: logger.child({ component: 'webhooks' }),
+      policy,
+      userAgent: `Switchboard-Webhooks/${VERSION}`,
+      ...(config.webhookRetryDelaysMs && { retryDelaysMs: config.webhookRetryDelaysMs }),
+    });
+
+    // Slots and billing; the Stripe key (if any) is read when first needed. The console's origin is known once listening.
+    let consoleOrigin = '';
+    const billing = createBilling({
+      store,
+      logger,
+      config: config.billing ?? defaultBillingConfig(),
+      consoleOrigin: () => consoleOrigin,
+    });
+    logger.info({ provider: billing.provider, maxSlots: billing.maxSlots }, 'billing provider');
 
     const app = await buildApp({
       store,
@@ -95,10 +137,24 @@ export async function startService(config: ServiceConfig, opts: { logger?: Logge
       version: VERSION,
       sandbox: config.sandbox,
       startedAt: Date.now(),
+      billing,
+      webhooks: { policy, wake: () => dispatcher.wake() },
+      ...(config.jwt && { jwt: config.jwt }),
+      ...(config.rateLimit && { rateLimit: config.rateLimit }),
+      ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
+      ...(config.allowedOrigins && { allowedOrigins: config.allowedOrigins }),
     });
     cleanups.push(() => app.close());
     await app.listen({ host: config.host, port: config.port });
     const { port } = app.server.address() as AddressInfo;
+    consoleOrigin = httpOrigin(config.host, port);
+    policy.ownPort = port;
+
+    // Webhook deliveries (including those left by a previous run) and the event log's retention.
+    dispatcher.start();
+    cleanups.push(() => dispatcher.close());
+    const retention = startRetention({ store, logger, ...(config.eventRetentionDays && { days: config.eventRetentionDays }) });
+    cleanups.push(() => retention.stop());
 
     engine.startAll();
 

@@ -66,6 +66,7 @@ export function apiTokenVerifier(
   now: () => Date = () => new Date(),
 ): CredentialVerifier {
   return {
+    kind: 'api-token',
     claims: (token) => token.startsWith(TOKEN_PREFIX),
     async verify(token) {
       const record = isWellFormedToken(token) ? store.tokens.findActiveByHash(hashToken(token)) : undefined;

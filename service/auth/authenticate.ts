@@ -13,7 +13,10 @@ export interface AuthUser {
   credential: { kind: 'api-token'; tokenId: string } | { kind: 'jwt'; subject: string };
 }
 
+export type CredentialKind = AuthUser['credential']['kind'];
+
 export interface CredentialVerifier {
+  readonly kind: CredentialKind;
   /** True when `token` has this verifier's shape (a cheap, syntactic check). */
   claims(token: string): boolean;
   /** The user behind `token`. @throws ServiceError 401 when it is not valid. */
@@ -25,18 +28,26 @@ export const AUTH_MESSAGES = {
   missingHeader: 'Missing or invalid Authorization header',
   invalidApiToken: 'Invalid or revoked API token',
   expired: 'Token has expired',
+  /** A JWT that fails verification (bad signature, issuer, audience, algorithm, unknown key, malformed). */
+  invalidJwt: 'Unauthorized',
+  /** A valid JWT of a user an operator disabled (`switchboard user disable`). */
+  disabledUser: 'User is disabled',
 } as const;
 
 export const unauthorized = (message: string) => new ServiceError(401, message);
 
+export type Authenticate = (token: string, opts?: { kinds?: readonly CredentialKind[] }) => Promise<AuthUser>;
+
 /**
  * Returns `authenticate(token)`, which resolves to the caller or rejects with a 401 ServiceError.
- * A token no verifier claims is reported as an invalid API token (the only kind this build issues).
+ * A token no verifier claims (or of a kind not in `opts.kinds`, e.g. a JWT on the WebSocket) is reported as an
+ * invalid API token: that is the one kind every entry point accepts.
  */
-export function createAuthenticator(verifiers: readonly CredentialVerifier[]): (token: string) => Promise<AuthUser> {
-  return async (token) => {
+export function createAuthenticator(verifiers: readonly CredentialVerifier[]): Authenticate {
+  return async (token, opts = {}) => {
     const verifier = verifiers.find((v) => v.claims(token));
-    if (!verifier) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
+    if (!verifier || (opts.kinds && !opts.kinds.includes(verifier.kind)))
+      throw unauthorized(AUTH_MESSAGES.invalidApiToken);
     return verifier.verify(token);
   };
 }

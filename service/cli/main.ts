@@ -14,6 +14,7 @@ export const USAGE = `Usage: switchboard <command> [options]
 Commands:
   serve     Run the service (REST API + WebSocket stream); --sandbox for test mode
   token     Create, list and revoke API tokens (create | list | revoke)
+  user      List, create, disable and enable users (list | create | disable | enable)
   sandbox   Run only the WhatsApp-protocol sandbox
 
 Run 'switchboard <command> --help' for a command's options. 'switchboard --version' prints the version.
@@ -28,6 +29,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./serve.ts')).serveCommand(rest);
       case 'token':
         return await (await import('./token.ts')).tokenCommand(rest);
+      case 'user':
+        return await (await import('./user.ts')).userCommand(rest);
       case 'sandbox':
         return await (await import('./sandbox.ts')).sandboxCommand(rest);
       case '-h':

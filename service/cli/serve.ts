@@ -27,6 +27,35 @@ Options:
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
+  --allow-lan-webhooks     Let webhooks use http:// and loopback/private/ULA/CGNAT addresses
+                           (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
+  --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
+                           (default 0,5000,300000,1800000,7200000, each x U(0.8,1.2); env SWITCHBOARD_WEBHOOK_RETRY_DELAYS)
+  --event-retention-days N Days the event log keeps events (default 7; env SWITCHBOARD_EVENT_RETENTION_DAYS)
+  --billing-provider P     local or stripe (env SWITCHBOARD_BILLING_PROVIDER; default stripe when
+                           SWITCHBOARD_STRIPE_SECRET_KEY is set, else local). The Stripe secret key is read from the
+                           environment only (SWITCHBOARD_STRIPE_SECRET_KEY) and never logged
+  --stripe-price-id ID     Recurring per-slot Stripe price (env SWITCHBOARD_STRIPE_PRICE_ID; needed for stripe)
+  --stripe-api-base URL    Another Stripe API endpoint, e.g. a local fake (env SWITCHBOARD_STRIPE_API_BASE)
+  --billing-success-url URL, --billing-cancel-url URL, --billing-return-url URL
+                           Where Checkout and the portal send users back (default: the console's billing page;
+                           env SWITCHBOARD_BILLING_SUCCESS_URL, _CANCEL_URL, _RETURN_URL)
+  --default-slots N        local: slots each user starts with (default 100; env SWITCHBOARD_DEFAULT_SLOTS)
+  --max-slots N            Most slots per account (default 100; env SWITCHBOARD_MAX_SLOTS)
+  --billing-currency CODE  local: currency reported with amounts (default usd; env SWITCHBOARD_BILLING_CURRENCY)
+  --jwt-issuer URL         Accept identity-provider JWTs from this issuer (with --jwt-audience and --jwks-url;
+                           env SWITCHBOARD_JWT_ISSUER); without it only API tokens are accepted
+  --jwt-audience AUD       Required JWT audience (env SWITCHBOARD_JWT_AUDIENCE)
+  --jwks-url URL           The provider's JWKS (https://; http:// only on loopback; env SWITCHBOARD_JWKS_URL)
+  --jwt-algorithms LIST    Accepted JWT algorithms (default RS256,ES256; env SWITCHBOARD_JWT_ALGORITHMS)
+  --rate-limit N[/WINDOW]  Requests per user (per address on public routes), e.g. 3000/min (default), 100/10s,
+                           0 = off (env SWITCHBOARD_RATE_LIMIT)
+  --auth-failure-limit N   Failed authentications per address per window before 429 (default 30; 0 = off;
+                           env SWITCHBOARD_AUTH_FAILURE_LIMIT)
+  --allowed-hosts LIST     Extra Host header values to accept (name or name:port, comma-separated; * = any);
+                           loopback names are always accepted (env SWITCHBOARD_ALLOWED_HOSTS)
+  --allowed-origins LIST   Extra browser origins (e.g. http://localhost:5173) allowed to change state and open
+                           the WebSocket; they also get CORS headers (env SWITCHBOARD_ALLOWED_ORIGINS)
   -h, --help               Show this help
 
 Prints "API: http://HOST:PORT/api" (and "Sandbox: http://HOST:PORT" in sandbox mode) on stdout once ready.
@@ -47,6 +76,26 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'log-level': { type: 'string' },
     'worker-id': { type: 'string' },
     'typing-delay-ms': { type: 'string' },
+    'billing-provider': { type: 'string' },
+    'stripe-price-id': { type: 'string' },
+    'stripe-api-base': { type: 'string' },
+    'billing-success-url': { type: 'string' },
+    'billing-cancel-url': { type: 'string' },
+    'billing-return-url': { type: 'string' },
+    'default-slots': { type: 'string' },
+    'max-slots': { type: 'string' },
+    'billing-currency': { type: 'string' },
+    'allow-lan-webhooks': { type: 'boolean' },
+    'webhook-retry-delays': { type: 'string' },
+    'event-retention-days': { type: 'string' },
+    'jwt-issuer': { type: 'string' },
+    'jwt-audience': { type: 'string' },
+    'jwks-url': { type: 'string' },
+    'jwt-algorithms': { type: 'string' },
+    'rate-limit': { type: 'string' },
+    'auth-failure-limit': { type: 'string' },
+    'allowed-hosts': { type: 'string' },
+    'allowed-origins': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -63,6 +112,26 @@ export async function serveCommand(argv: string[]): Promise<number> {
     logLevel: values['log-level'],
     workerId: values['worker-id'],
     typingDelayMs: values['typing-delay-ms'],
+    billingProvider: values['billing-provider'],
+    stripePriceId: values['stripe-price-id'],
+    stripeApiBase: values['stripe-api-base'],
+    billingSuccessUrl: values['billing-success-url'],
+    billingCancelUrl: values['billing-cancel-url'],
+    billingReturnUrl: values['billing-return-url'],
+    defaultSlots: values['default-slots'],
+    maxSlots: values['max-slots'],
+    billingCurrency: values['billing-currency'],
+    allowLanWebhooks: values['allow-lan-webhooks'],
+    webhookRetryDelays: values['webhook-retry-delays'],
+    eventRetentionDays: values['event-retention-days'],
+    jwtIssuer: values['jwt-issuer'],
+    jwtAudience: values['jwt-audience'],
+    jwksUrl: values['jwks-url'],
+    jwtAlgorithms: values['jwt-algorithms'],
+    rateLimit: values['rate-limit'],
+    authFailureLimit: values['auth-failure-limit'],
+    allowedHosts: values['allowed-hosts'],
+    allowedOrigins: values['allowed-origins'],
   });
   const logger = createLogger(config.logLevel);
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up

@@ -2,6 +2,8 @@
  * Resolves the service's settings from command-line flags, then `SWITCHBOARD_*` environment variables,
  * then defaults (flags win). Every value is checked here, so the rest of the service trusts its config.
  */
+import { Secret } from '../billing/secret.ts';
+import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from '../billing/settings.ts';
 import { defaultDataDir, type PlatformInfo } from './data-dir.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -26,7 +28,45 @@ export interface ServiceConfig {
   workerId: string;
   /** Human-like pause before sends without skipPresence, in milliseconds. */
   typingDelayMs: { min: number; max: number };
+  /** Slots and billing (issue #6); absent: the local provider with its defaults (see billingSettings). */
+  billing?: BillingConfig;
+  /** Webhooks may target http:// and loopback/LAN addresses (also the `allowLanWebhooks` setting); absent: off. */
+  allowLanWebhooks?: boolean;
+  /** ms before webhook attempts 1–5 (first must be 0); absent: 0, 5 s, 5 min, 30 min, 2 h. */
+  webhookRetryDelaysMs?: number[];
+  /** Days the event log keeps events (undelivered webhook events are kept longer); absent: 7. */
+  eventRetentionDays?: number;
+  /** Identity-provider JWTs (interface-spec §5); absent: only API tokens are accepted. */
+  jwt?: JwtSettings;
+  /** Request limits of the API (interface-spec §8: thresholds are ours); absent: DEFAULT_RATE_LIMIT. */
+  rateLimit?: RateLimitSettings;
+  /** Extra `Host` header values accepted besides the loopback names (DNS-rebinding guard); `*` accepts any. */
+  allowedHosts?: string[];
+  /** Extra browser origins allowed to make state-changing requests and WebSocket upgrades (and get CORS). */
+  allowedOrigins?: string[];
 }
+
+/** Where identity-provider JWTs come from and how they are checked. */
+export interface JwtSettings {
+  issuer: string;
+  audience: string;
+  jwksUrl: string;
+  /** Accepted signature algorithms (pinned); default RS256 and ES256. */
+  algorithms: string[];
+}
+
+/** Rate limits: per user (authenticated) or per client address (public routes), and for failed authentications. */
+export interface RateLimitSettings {
+  /** Requests per window per user; 0 turns rate limiting off. */
+  max: number;
+  windowMs: number;
+  /** Failed authentications per window per client address before further failures answer 429. */
+  authFailures: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimitSettings = { max: 3000, windowMs: 60_000, authFailures: 30 };
+export const DEFAULT_JWT_ALGORITHMS = ['RS256', 'ES256'];
+const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
 /** Settings of `switchboard sandbox` (the protocol server alone). */
 export interface SandboxServerConfig {
@@ -50,6 +90,26 @@ export interface ConfigFlags {
   workerId?: string;
   typingDelayMs?: string;
   seed?: boolean;
+  billingProvider?: string;
+  stripePriceId?: string;
+  stripeApiBase?: string;
+  billingSuccessUrl?: string;
+  billingCancelUrl?: string;
+  billingReturnUrl?: string;
+  defaultSlots?: string;
+  maxSlots?: string;
+  billingCurrency?: string;
+  allowLanWebhooks?: boolean;
+  webhookRetryDelays?: string;
+  eventRetentionDays?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  jwksUrl?: string;
+  jwtAlgorithms?: string;
+  rateLimit?: string;
+  authFailureLimit?: string;
+  allowedHosts?: string;
+  allowedOrigins?: string;
 }
 
 /** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
@@ -139,6 +199,96 @@ function parseName(s: Setting | undefined, fallback: string): string {
   return s.value;
 }
 
+function parseCount(s: Setting | undefined, fallback: number): number {
+  if (!s) return fallback;
+  if (!/^\d{1,9}$/.test(s.value)) throw invalid(s, 'expected a whole number');
+  return Number(s.value);
+}
+
+/** `"600/min"`, `"100/10s"`, `"5000/hour"` or `"600"` (per minute); `"0"` turns limiting off. */
+function parseRate(s: Setting | undefined): { max: number; windowMs: number } {
+  if (!s) return { max: DEFAULT_RATE_LIMIT.max, windowMs: DEFAULT_RATE_LIMIT.windowMs };
+  const m = /^(\d{1,9})(?:\/(\d{1,6})?(s|sec|second|m|min|minute|h|hour))?$/.exec(s.value.trim());
+  if (!m) throw invalid(s, 'expected REQUESTS[/WINDOW], e.g. 600/min, 100/10s, 5000/hour');
+  const unit = { s: 1000, sec: 1000, second: 1000, m: 60_000, min: 60_000, minute: 60_000, h: 3_600_000, hour: 3_600_000 }[
+    (m[3] ?? 'min') as 'min'
+  ];
+  const windowMs = Number(m[2] ?? 1) * unit;
+  if (windowMs === 0) throw invalid(s, 'the window must be longer than 0');
+  return { max: Number(m[1]), windowMs };
+}
+
+function parseList(s: Setting | undefined): string[] {
+  return s ? s.value.split(',').map((v) => v.trim()).filter((v) => v !== '') : [];
+}
+
+/** Origins as `scheme://host[:port]`, compared exactly (no wildcards, no paths). */
+function parseOrigins(s: Setting | undefined): string[] {
+  return parseList(s).map((v) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(v);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== v.replace(/\/$/, ''))
+      throw invalid(s!, `expected origins like http://localhost:5173, not ${JSON.stringify(v)}`);
+    return url.origin;
+  });
+}
+
+function parseHosts(s: Setting | undefined): string[] {
+  return parseList(s).map((v) => {
+    if (v !== '*' && !/^(\[[0-9a-fA-F:.]+\]|[\w.-]+)(:\d{1,5})?$/.test(v))
+      throw invalid(s!, `expected host names like myhost.local or myhost.local:7575, not ${JSON.stringify(v)}`);
+    return v.toLowerCase();
+  });
+}
+
+function parseJwt(flags: ConfigFlags, env: Env): JwtSettings | undefined {
+  const issuer = setting(flags.jwtIssuer, 'jwt-issuer', env, 'SWITCHBOARD_JWT_ISSUER');
+  const audience = setting(flags.jwtAudience, 'jwt-audience', env, 'SWITCHBOARD_JWT_AUDIENCE');
+  const jwks = setting(flags.jwksUrl, 'jwks-url', env, 'SWITCHBOARD_JWKS_URL');
+  const algs = setting(flags.jwtAlgorithms, 'jwt-algorithms', env, 'SWITCHBOARD_JWT_ALGORITHMS');
+  if (!issuer && !audience && !jwks) {
+    if (algs) throw new ConfigError(`${algs.source} needs --jwt-issuer, --jwt-audience and --jwks-url`);
+    return undefined;
+  }
+  if (!issuer || !audience || !jwks)
+    throw new ConfigError('identity-provider JWTs need all of --jwt-issuer, --jwt-audience and --jwks-url');
+  let url: URL;
+  try {
+    url = new URL(jwks.value);
+  } catch {
+    throw invalid(jwks, 'expected an https:// URL');
+  }
+  const loopback = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    throw invalid(jwks, 'expected an https:// URL (http:// only on loopback)');
+  const algorithms = algs ? parseList(algs) : [...DEFAULT_JWT_ALGORITHMS];
+  const bad = algorithms.find((a) => !JWT_ALGORITHMS.includes(a));
+  if (bad !== undefined || algorithms.length === 0)
+    throw invalid(algs!, `expected a comma-separated list of ${JWT_ALGORITHMS.join(', ')}`);
+  return { issuer: issuer.value, audience: audience.value, jwksUrl: url.href, algorithms };
+}
+
+/** `"0,5000,300000,1800000,7200000"`: exactly 5 non-negative ms values, the first 0 (attempt 1 is immediate). */
+function parseRetryDelays(s: Setting | undefined): number[] | undefined {
+  if (!s) return undefined;
+  const parts = s.value.split(',').map((p) => p.trim());
+  if (parts.length !== 5 || !parts.every((p) => /^\d{1,9}$/.test(p)) || Number(parts[0]) !== 0) {
+    throw invalid(s, 'expected 5 comma-separated millisecond delays before attempts 1-5, the first 0 (e.g. 0,50,100,200,400)');
+  }
+  return parts.map(Number);
+}
+
+function parseRetentionDays(s: Setting | undefined): number | undefined {
+  if (!s) return undefined;
+  const n = Number(s.value);
+  if (!/^\d+(\.\d+)?$/.test(s.value.trim()) || n <= 0 || n > 3650) throw invalid(s, 'expected a number of days > 0');
+  return n;
+}
+
 /**
  * The data dir: `--data-dir` / `SWITCHBOARD_DATA_DIR` as given (in either mode), else the platform default,
  * under `sandbox/` in sandbox mode.
@@ -183,6 +333,51 @@ export function resolveServiceConfig(
     logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
     workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
+    ...webhookSettings(flags, env),
+    ...security(flags, env),
+    ...billingSettings(flags, env),
+  };
+}
+
+/**
+ * The API-security settings of `serve`: SWITCHBOARD_JWT_ISSUER, _JWT_AUDIENCE, _JWKS_URL, _JWT_ALGORITHMS,
+ * _RATE_LIMIT, _AUTH_FAILURE_LIMIT, _ALLOWED_HOSTS, _ALLOWED_ORIGINS. @throws ConfigError
+ */
+export function security(
+  flags: ConfigFlags,
+  env: Env = process.env,
+): Pick<ServiceConfig, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins'> {
+  const jwt = parseJwt(flags, env);
+  const rate = setting(flags.rateLimit, 'rate-limit', env, 'SWITCHBOARD_RATE_LIMIT');
+  const failures = setting(flags.authFailureLimit, 'auth-failure-limit', env, 'SWITCHBOARD_AUTH_FAILURE_LIMIT');
+  const allowedHosts = parseHosts(setting(flags.allowedHosts, 'allowed-hosts', env, 'SWITCHBOARD_ALLOWED_HOSTS'));
+  const allowedOrigins = parseOrigins(
+    setting(flags.allowedOrigins, 'allowed-origins', env, 'SWITCHBOARD_ALLOWED_ORIGINS'),
+  );
+  // Only what was configured appears, so the defaults live in one place (DEFAULT_RATE_LIMIT, the HTTP plugins).
+  return {
+    ...(jwt && { jwt }),
+    ...((rate || failures) && {
+      rateLimit: { ...parseRate(rate), authFailures: parseCount(failures, DEFAULT_RATE_LIMIT.authFailures) },
+    }),
+    ...(allowedHosts.length > 0 && { allowedHosts }),
+    ...(allowedOrigins.length > 0 && { allowedOrigins }),
+  };
+}
+
+/** Webhook and event-log settings; only the ones set appear (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS, _WEBHOOK_RETRY_DELAYS, _EVENT_RETENTION_DAYS). */
+function webhookSettings(
+  flags: ConfigFlags,
+  env: Env,
+): Pick<ServiceConfig, 'allowLanWebhooks' | 'webhookRetryDelaysMs' | 'eventRetentionDays'> {
+  const allowLan =
+    flags.allowLanWebhooks === true || parseBool(setting(undefined, 'allow-lan-webhooks', env, 'SWITCHBOARD_ALLOW_LAN_WEBHOOKS'));
+  const delays = parseRetryDelays(setting(flags.webhookRetryDelays, 'webhook-retry-delays', env, 'SWITCHBOARD_WEBHOOK_RETRY_DELAYS'));
+  const retention = parseRetentionDays(setting(flags.eventRetentionDays, 'event-retention-days', env, 'SWITCHBOARD_EVENT_RETENTION_DAYS'));
+  return {
+    ...(allowLan && { allowLanWebhooks: true }),
+    ...(delays && { webhookRetryDelaysMs: delays }),
+    ...(retention !== undefined && { eventRetentionDays: retention }),
   };
 }
 
@@ -203,4 +398,89 @@ export function resolveSandboxServerConfig(
     seed: flags.seed === true,
     logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
   };
+}
+
+function parseSlots(s: Setting | undefined, fallback: number, min: number, max: number): number {
+  if (!s) return fallback;
+  const n = Number(s.value);
+  if (!/^\d{1,9}$/.test(s.value) || n < min || n > max) throw invalid(s, `expected a whole number ${min}-${max}`);
+  return n;
+}
+
+/** An http(s) URL; `http://` only for loopback hosts when `loopbackHttpOnly`. */
+function parseHttpUrl(s: Setting | undefined, loopbackHttpOnly: boolean): string | undefined {
+  if (!s) return undefined;
+  let url: URL;
+  try {
+    url = new URL(s.value);
+  } catch {
+    throw invalid(s, 'expected an http:// or https:// URL');
+  }
+  const loopback = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(url.hostname);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(s, 'expected an http:// or https:// URL');
+  if (loopbackHttpOnly && url.protocol === 'http:' && !loopback)
+    throw invalid(s, 'expected an https:// URL (http:// only on loopback)');
+  return s.value;
+}
+
+/**
+ * Billing settings of `serve` (issue #6). Flags/env: --billing-provider (local|stripe; default stripe when
+ * SWITCHBOARD_STRIPE_SECRET_KEY is set, else local), SWITCHBOARD_STRIPE_SECRET_KEY (environment only, so it never
+ * shows in a process list; never echoed in errors), --stripe-price-id, --stripe-api-base, --billing-success-url,
+ * --billing-cancel-url, --billing-return-url, --default-slots (local, default 100), --max-slots (default 100),
+ * --billing-currency (local, default usd), and SWITCHBOARD_BILLING_CACHE_MS (default 30000).
+ * Only what was configured appears; nothing configured means the local provider with its defaults.
+ * @throws ConfigError
+ */
+export function billingSettings(flags: ConfigFlags, env: Env = process.env): Pick<ServiceConfig, 'billing'> {
+  const providerS = setting(flags.billingProvider, 'billing-provider', env, 'SWITCHBOARD_BILLING_PROVIDER');
+  const keyValue = env.SWITCHBOARD_STRIPE_SECRET_KEY?.trim() || undefined;
+  const priceS = setting(flags.stripePriceId, 'stripe-price-id', env, 'SWITCHBOARD_STRIPE_PRICE_ID');
+  const apiBaseS = setting(flags.stripeApiBase, 'stripe-api-base', env, 'SWITCHBOARD_STRIPE_API_BASE');
+  const successS = setting(flags.billingSuccessUrl, 'billing-success-url', env, 'SWITCHBOARD_BILLING_SUCCESS_URL');
+  const cancelS = setting(flags.billingCancelUrl, 'billing-cancel-url', env, 'SWITCHBOARD_BILLING_CANCEL_URL');
+  const returnS = setting(flags.billingReturnUrl, 'billing-return-url', env, 'SWITCHBOARD_BILLING_RETURN_URL');
+  const defaultS = setting(flags.defaultSlots, 'default-slots', env, 'SWITCHBOARD_DEFAULT_SLOTS');
+  const maxS = setting(flags.maxSlots, 'max-slots', env, 'SWITCHBOARD_MAX_SLOTS');
+  const currencyS = setting(flags.billingCurrency, 'billing-currency', env, 'SWITCHBOARD_BILLING_CURRENCY');
+  const cacheS = setting(undefined, 'billing-cache-ms', env, 'SWITCHBOARD_BILLING_CACHE_MS');
+  const all = [providerS, priceS, apiBaseS, successS, cancelS, returnS, defaultS, maxS, currencyS, cacheS];
+  if (!keyValue && all.every((s) => s === undefined)) return {};
+
+  let provider: BillingConfig['provider'] = keyValue ? 'stripe' : 'local';
+  if (providerS) {
+    const v = providerS.value.toLowerCase();
+    if (v !== 'local' && v !== 'stripe') throw invalid(providerS, 'expected local or stripe');
+    provider = v;
+  }
+  const maxSlots = parseSlots(maxS, DEFAULT_MAX_SLOTS, 1, 1_000_000);
+  const defaultSlots = parseSlots(defaultS, Math.min(DEFAULT_MAX_SLOTS, maxSlots), 0, maxSlots);
+  let currency = DEFAULT_CURRENCY;
+  if (currencyS) {
+    if (!/^[a-z]{3}$/i.test(currencyS.value)) throw invalid(currencyS, 'expected a 3-letter currency code such as usd');
+    currency = currencyS.value.toLowerCase();
+  }
+  const cacheTtlMs = parseSlots(cacheS, DEFAULT_CACHE_TTL_MS, 0, 3_600_000);
+  const billing: BillingConfig = { provider, maxSlots, defaultSlots, currency, cacheTtlMs };
+  if (provider === 'stripe') {
+    // The key's value never appears in a message.
+    if (!keyValue) throw new ConfigError('the stripe billing provider needs SWITCHBOARD_STRIPE_SECRET_KEY');
+    if (!/^(sk|rk)_(test|live)_\S+$/.test(keyValue))
+      throw new ConfigError('invalid SWITCHBOARD_STRIPE_SECRET_KEY: expected a Stripe secret key (sk_test_…, sk_live_…, rk_…)');
+    if (!priceS) throw new ConfigError('the stripe billing provider needs --stripe-price-id (the per-slot price)');
+    if (!/^[\w-]{1,255}$/.test(priceS.value)) throw invalid(priceS, 'expected a Stripe price id such as price_123');
+    const apiBase = parseHttpUrl(apiBaseS, true);
+    const successUrl = parseHttpUrl(successS, false);
+    const cancelUrl = parseHttpUrl(cancelS, false);
+    const returnUrl = parseHttpUrl(returnS, false);
+    billing.stripe = {
+      secretKey: new Secret(keyValue),
+      priceId: priceS.value,
+      ...(apiBase && { apiBase }),
+      ...(successUrl && { successUrl }),
+      ...(cancelUrl && { cancelUrl }),
+      ...(returnUrl && { returnUrl }),
+    };
+  }
+  return { billing };
 }

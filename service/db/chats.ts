@@ -43,6 +43,8 @@ export function chatsRepo(db: Db) {
          last_ts      = CASE WHEN last_ts IS NULL OR @ts >= last_ts THEN @ts ELSE last_ts END`,
     ),
     markRead: db.prepare(`UPDATE chats SET unread = 0 WHERE connection_id = ? AND id = ?`),
+    setUnread: db.prepare(`UPDATE chats SET unread = ? WHERE connection_id = ? AND id = ? AND unread <> ?`),
+    unread: db.prepare(`SELECT unread FROM chats WHERE connection_id = ? AND id = ?`),
     list: db.prepare(
       `SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me,
               COALESCE(k.name, k.push_name) AS contact_name
@@ -78,6 +80,14 @@ export function chatsRepo(db: Db) {
     },
     markRead(connectionId: string, chatId: string): void {
       q.markRead.run(connectionId, chatId);
+    },
+    /** Sets the unread counter (read receipts from the account's other devices). Returns true when it changed. */
+    setUnread(connectionId: string, chatId: string, unread: number): boolean {
+      return q.setUnread.run(unread, connectionId, chatId, unread).changes > 0;
+    },
+    /** The chat's unread counter; undefined for an unknown chat. */
+    unread(connectionId: string, chatId: string): number | undefined {
+      return (q.unread.get(connectionId, chatId) as { unread: number } | undefined)?.unread;
     },
     /** Chats by most recent message; `offset` counts chats. */
     list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean }): Chat[] {

@@ -26,6 +26,19 @@ export function eventsRepo(db: Db) {
       `SELECT seq, type, connection_id, payload, created_at FROM events WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     lastSeq: db.prepare(`SELECT last_event_seq AS seq FROM users WHERE id = ?`),
+    afterFiltered: db.prepare(
+      `SELECT seq, type, connection_id, payload, created_at FROM events WHERE user_id = @userId AND seq > @after
+         AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+         AND (@connectionId IS NULL OR connection_id = @connectionId)
+       ORDER BY seq LIMIT @limit`,
+    ),
+    firstSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE user_id = ?`),
+    // Never deletes an event that still has an undelivered webhook outbox row.
+    prune: db.prepare(
+      `DELETE FROM events WHERE created_at < ? AND NOT EXISTS (
+         SELECT 1 FROM webhook_deliveries d WHERE d.user_id = events.user_id AND d.event_seq = events.seq
+           AND d.status IN ('pending', 'delivering'))`,
+    ),
   };
   return {
     /** Appends one event for `userId`; call inside the transaction that stores what caused it. */
@@ -52,6 +65,36 @@ export function eventsRepo(db: Db) {
         payload: JSON.parse(r.payload) as Record<string, unknown>,
         timestamp: r.created_at,
       }));
+    },
+    /** Like `after`, optionally only events of `types` and/or of one connection. */
+    afterFiltered(
+      userId: string,
+      after: number,
+      limit: number,
+      filter: { types?: readonly string[] | undefined; connectionId?: string | undefined } = {},
+    ): LoggedEvent[] {
+      const rows = q.afterFiltered.all({
+        userId,
+        after,
+        limit,
+        types: filter.types ? JSON.stringify(filter.types) : null,
+        connectionId: filter.connectionId ?? null,
+      }) as Array<{ seq: number; type: string; connection_id: string | null; payload: string; created_at: string }>;
+      return rows.map((r) => ({
+        seq: r.seq,
+        event: r.type,
+        connectionId: r.connection_id,
+        payload: JSON.parse(r.payload) as Record<string, unknown>,
+        timestamp: r.created_at,
+      }));
+    },
+    /** Smallest seq still stored for the user (older ones were pruned), or undefined when none is stored. */
+    firstSeq(userId: string): number | undefined {
+      return (q.firstSeq.get(userId) as { seq: number | null }).seq ?? undefined;
+    },
+    /** Deletes events created before `beforeIso`, except those with undelivered webhook deliveries. */
+    prune(beforeIso: string): number {
+      return q.prune.run(beforeIso).changes;
     },
     lastSeq(userId: string): number {
       return (q.lastSeq.get(userId) as { seq: number } | undefined)?.seq ?? 0;

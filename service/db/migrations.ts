@@ -118,4 +118,86 @@ export const migrations: readonly string[] = [
     value TEXT NOT NULL                       -- JSON
   ) WITHOUT ROWID;
   `,
+  /* webhooks and their durable delivery outbox (issue #4) */ `
+  CREATE TABLE webhooks (
+    id              TEXT PRIMARY KEY,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    connection_id   TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    url             TEXT NOT NULL,
+    events          TEXT NOT NULL,            -- JSON array of event types
+    secret          TEXT NOT NULL,            -- "whsec_<base64 32 bytes>"
+    active          INTEGER NOT NULL DEFAULT 1,
+    disabled_reason TEXT,                     -- why the service set active = 0 (e.g. HTTP 410)
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+  );
+  CREATE INDEX webhooks_connection ON webhooks(connection_id);
+
+  CREATE TABLE webhook_deliveries (
+    id              TEXT PRIMARY KEY,
+    webhook_id      TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    user_id         TEXT NOT NULL,
+    event_seq       INTEGER NOT NULL,         -- events.seq of the user's event
+    msg_id          TEXT NOT NULL,            -- webhook-id header, stable across retries and replays
+    event_type      TEXT NOT NULL,
+    body            TEXT NOT NULL,            -- exact JSON bytes sent
+    status          TEXT NOT NULL,            -- pending | delivering | delivered | failed | skipped
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,         -- ms since the epoch
+    lease_until     INTEGER,
+    last_status     INTEGER,                  -- HTTP status of the last attempt
+    last_error      TEXT,
+    last_response   TEXT,                     -- at most 1 KiB of the last response body (never returned by the API)
+    replay_of       TEXT,
+    delivered_at    TEXT,
+    created_at      TEXT NOT NULL
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(webhook_id, status, next_attempt_at);
+  CREATE INDEX webhook_deliveries_log ON webhook_deliveries(webhook_id, created_at);
+  CREATE INDEX webhook_deliveries_open ON webhook_deliveries(status) WHERE status IN ('pending', 'delivering');
+  CREATE INDEX webhook_deliveries_event ON webhook_deliveries(user_id, event_seq);
+  `,
+  /* message edits (editedAt + history) and reactions (per message, per sender) (issue #3) */ `
+  ALTER TABLE messages ADD COLUMN edited_at INTEGER; -- unix seconds of the latest edit
+  CREATE TABLE message_reactions (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    message_id    TEXT NOT NULL,             -- the reacted-to message
+    sender_jid    TEXT NOT NULL,
+    emoji         TEXT NOT NULL,
+    timestamp     INTEGER NOT NULL,          -- unix seconds
+    PRIMARY KEY (connection_id, message_id, sender_jid)
+  ) WITHOUT ROWID;
+  CREATE TABLE message_edits (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    message_id    TEXT NOT NULL,
+    edited_at     INTEGER NOT NULL,          -- unix seconds
+    previous_text TEXT NOT NULL,
+    text          TEXT NOT NULL
+  );
+  CREATE INDEX message_edits_message ON message_edits(connection_id, message_id, edited_at);
+  `,
+  /* billing: local-provider slots and Stripe customers per user (issue #6) */ `
+  CREATE TABLE billing_accounts (
+    user_id     TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+    local_slots INTEGER,                     -- slots set with the local provider; NULL = the configured default
+    updated_at  TEXT NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE stripe_customers (
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    mode            TEXT NOT NULL,           -- 'test' or 'live', from the secret key
+    customer_id     TEXT NOT NULL,           -- "cus_..."
+    subscription_id TEXT,                    -- "sub_..." once found after checkout
+    updated_at      TEXT NOT NULL,
+    PRIMARY KEY (user_id, mode)
+  ) WITHOUT ROWID;
+  `,
+  /* messages.seq: arrival order, the tie-break of equal timestamps in chat pages (a second holds many messages) */ `
+  ALTER TABLE messages ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+  UPDATE messages SET seq = r.n
+    FROM (SELECT connection_id AS c, id AS i, ROW_NUMBER() OVER (ORDER BY timestamp, id) AS n FROM messages) AS r
+    WHERE messages.connection_id = r.c AND messages.id = r.i;
+  DROP INDEX messages_page;
+  CREATE INDEX messages_page ON messages(connection_id, chat_id, timestamp DESC, seq DESC);
+  CREATE INDEX messages_seq ON messages(seq);
+  `,
 ];

@@ -2,16 +2,20 @@
  * The data layer in one object: the open database, every table's named queries, and `tx()`, which runs work in
  * one SQLite transaction and publishes the events it logged to the in-process bus once (and only if) it commits.
  */
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { openDatabase, type Db } from './database.ts';
 import { authStateRepo } from './auth-state.ts';
+import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
 import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
+import { deliveriesRepo, webhookMessageId } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
 import { messagesRepo } from './messages.ts';
 import { tokensRepo } from './tokens.ts';
 import { usersRepo } from './users.ts';
+import { webhooksRepo } from './webhooks.ts';
 import { EventBus } from '../events/bus.ts';
 
 export type Store = ReturnType<typeof createStore>;
@@ -23,13 +27,55 @@ export function openStore(dataDir: string): Store {
 
 export function createStore(db: Db) {
   const events = eventsRepo(db);
+  const webhooks = webhooksRepo(db);
+  const deliveries = deliveriesRepo(db);
   const bus = new EventBus();
   const pending: Array<[userId: string, event: LoggedEvent]> = [];
   let depth = 0;
+  /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
+  let outboxRows = 0;
+  const outboxListeners = new Set<() => void>();
 
   function flush(): void {
     const batch = pending.splice(0);
     for (const [userId, event] of batch) bus.publish(userId, event);
+    if (outboxRows > 0) {
+      outboxRows = 0;
+      for (const listener of outboxListeners) {
+        try {
+          listener();
+        } catch {
+          // The dispatcher's wake-up must not break the writer.
+        }
+      }
+    }
+  }
+
+  /**
+   * The webhook outbox of one logged event: a row per webhook of the connection subscribed to its type
+   * (`pending`, or `skipped` while the webhook is paused); only `onlyWebhookId` when given (test events).
+   */
+  function enqueueDeliveries(userId: string, connectionId: string, logged: LoggedEvent, onlyWebhookId?: string): void {
+    const targets = webhooks.targets(connectionId);
+    if (targets.length === 0) return;
+    let body: string | undefined;
+    const now = Date.now();
+    for (const t of targets) {
+      if (onlyWebhookId ? t.id !== onlyWebhookId : !(t.events.includes(logged.event) || t.events.includes('*'))) continue;
+      body ??= JSON.stringify({ event: logged.event, session: t.sessionName, payload: logged.payload });
+      deliveries.insert({
+        id: randomUUID(),
+        webhookId: t.id,
+        userId,
+        eventSeq: logged.seq,
+        msgId: webhookMessageId(userId, logged.seq),
+        eventType: logged.event,
+        body,
+        status: t.active ? 'pending' : 'skipped',
+        nextAttemptAt: now,
+      });
+      if (t.active) outboxRows++;
+    }
   }
 
   /** Runs `fn` in a transaction (a savepoint when nested); events it appends are published after the outermost commit. */
@@ -44,6 +90,7 @@ export function createStore(db: Db) {
     } catch (err) {
       depth--;
       pending.length = mark;
+      if (depth === 0) outboxRows = 0;
       throw err;
     }
   }
@@ -58,15 +105,33 @@ export function createStore(db: Db) {
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
     messages: messagesRepo(db),
+    billing: billingRepo(db),
     events,
+    webhooks,
+    deliveries,
     tx,
-    /** Logs an event for `userId` (inside the caller's `tx`, or in its own). */
-    appendEvent(userId: string, connectionId: string | null, event: string, payload: Record<string, unknown>): LoggedEvent {
+    /**
+     * Logs an event for `userId` (inside the caller's `tx`, or in its own) and, in the same transaction, writes the
+     * webhook outbox rows for it. `opts.onlyWebhookId` sends it to that one webhook only, subscribed or not.
+     */
+    appendEvent(
+      userId: string,
+      connectionId: string | null,
+      event: string,
+      payload: Record<string, unknown>,
+      opts: { onlyWebhookId?: string } = {},
+    ): LoggedEvent {
       return tx(() => {
         const logged = events.append(userId, connectionId, event, payload);
+        if (connectionId) enqueueDeliveries(userId, connectionId, logged, opts.onlyWebhookId);
         pending.push([userId, logged]);
         return logged;
       });
+    },
+    /** Calls `listener` after each commit that wrote webhook outbox rows; returns the unsubscribe function. */
+    onOutbox(listener: () => void): () => void {
+      outboxListeners.add(listener);
+      return () => outboxListeners.delete(listener);
     },
     close(): void {
       if (db.open) db.close();

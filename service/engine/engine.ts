@@ -3,14 +3,22 @@
  * Implements `Engine` (engine/types.ts). In sandbox mode it trusts the sandbox's Noise root key by setting
  * Baileys' exported `WA_CERT_DETAILS.PUBLIC_KEY` (brief §0.2; never in live mode).
  */
-import { WA_CERT_DETAILS, isJidGroup, jidNormalizedUser, proto, type WAMessage } from '@whiskeysockets/baileys';
+import { WA_CERT_DETAILS, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
+import { mediaFileNameOf, toStoredMessage } from './message-model.ts';
+import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
+import { prepareContent } from './outgoing.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
-import type { Engine, EngineOptions, Profile, SendTextInput } from './types.ts';
+import { sandboxTrust } from './sandbox-trust.ts';
+import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
 
 const DEFAULT_TYPING_DELAY = { min: 800, max: 2500 };
+/** Own text messages can be edited this long after sending (interface-spec §4.3 rule 4, §8). */
+export const EDIT_WINDOW_MS = 15 * 60 * 1000;
+/** At most this many incoming messages get a read receipt in one mark-read. */
+const MAX_READ_RECEIPTS = 100;
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
@@ -18,12 +26,22 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const sessions = new Map<string, Session>();
   const typingDelayMs = opts.typingDelayMs ?? DEFAULT_TYPING_DELAY;
   const baileysLogLevel = process.env.SWITCHBOARD_BAILEYS_LOG_LEVEL ?? 'warn';
+  const now = opts.now ?? Date.now;
+  const media = new MediaStore(opts.mediaDir);
+  const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
 
   function start(connectionId: string): void {
     const conn = store.connections.get(connectionId);
     if (!conn || conn.status === 'stopped') throw notFound('Connection not found');
     if (sessions.has(connectionId)) return;
-    const session = new Session(conn, { store, logger: logger.child({ component: 'engine' }), waUrl: opts.waUrl, baileysLogLevel });
+    const session = new Session(conn, {
+      store,
+      logger: logger.child({ component: 'engine' }),
+      waUrl: opts.waUrl,
+      baileysLogLevel,
+      media,
+      ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
+    });
     sessions.set(connectionId, session);
     session.start();
   }
@@ -82,6 +100,91 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     return proto.WebMessageInfo.decode(raw) as WAMessage;
   }
 
+  /** The stored message `messageId` of `chatId` (the chat as given, or as resolved); 404 otherwise. */
+  function storedMessage(connectionId: string, messageId: string, chatIds: string[]): Message {
+    const message = store.messages.get(connectionId, messageId);
+    if (!message || !chatIds.includes(message.chatId)) throw notFound('Message not found');
+    return message;
+  }
+
+  /** The Baileys key of a stored message (from its raw WebMessageInfo, or rebuilt from its id). */
+  function keyOf(connectionId: string, message: Message, jid: string): WAMessageKey {
+    const raw = store.messages.getRaw(connectionId, message.id);
+    const key = raw ? proto.WebMessageInfo.decode(raw).key : undefined;
+    if (key?.id && key.remoteJid) return key as WAMessageKey;
+    const parsed = parseMessageId(message.id)!;
+    return {
+      remoteJid: jid,
+      fromMe: message.fromMe,
+      id: parsed.keyId,
+      ...(isJidGroup(jid) && !message.fromMe && { participant: message.senderJid }),
+    };
+  }
+
+  /** Sends through Baileys; transport failures (media upload, socket closed) become 502s with the reason. */
+  async function relay(session: Session, jid: string, content: Parameters<NonNullable<Session['socket']>['sendMessage']>[1], options: { quoted?: WAMessage } = {}) {
+    const sock = session.socket;
+    if (!sock) throw conflict(`Connection is not online (status: ${session.status})`);
+    let sent: WAMessage | undefined;
+    try {
+      sent = await sock.sendMessage(jid, content, options);
+    } catch (err) {
+      logger.warn({ err, connectionId: session.connectionId }, 'send failed');
+      throw new ServiceError(502, `Message could not be sent: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (!sent) throw conflict('Message could not be sent');
+    return sent;
+  }
+
+  async function send(connectionId: string, input: SendInput): Promise<Message> {
+    const session = onlineSession(connectionId);
+    const { jid, chatId } = await resolveChat(session, input.chatId);
+    const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
+    // Fetch/decode and check media before any presence, so a bad request fails fast and shows no "typing…".
+    const prepared = await prepareContent(input, { ...(opts.urlFetchDispatcher && { dispatcher: opts.urlFetchDispatcher }) });
+    if (!input.skipPresence) {
+      await humanizeBeforeSend(
+        session.socket!,
+        { store, connectionId, chatJid: jid, chatId, textLength: prepared.textLength, logger },
+        { typingDelayMs },
+      );
+    }
+    const sent = await relay(session, jid, prepared.content, quoted ? { quoted } : {});
+    if (prepared.media) {
+      // Media this service sends is kept locally too, under the same name incoming media gets.
+      const model = toStoredMessage(sent, session.modelContext());
+      const filename = model?.media ? mediaFileNameOf(model.media) : undefined;
+      if (filename) {
+        await media.writeBuffer(connectionId, filename, prepared.media.data).catch((err: unknown) => {
+          logger.warn({ err, connectionId, filename }, 'could not keep a copy of sent media');
+        });
+      }
+    }
+    return session.recordSent(sent);
+  }
+
+  /** A media file's details for streaming, downloading it first when needed. */
+  async function messageMedia(connectionId: string, messageId: string): Promise<MediaFileInfo> {
+    const message = store.messages.get(connectionId, messageId);
+    const filename = message?.media ? mediaFileNameOf(message.media) : undefined;
+    if (!message?.media || !filename) throw notFound('Media not found');
+    const info = (file: { path: string; size: number }): MediaFileInfo => ({
+      ...file,
+      mimetype: message.media!.mimetype,
+      filename: message.media!.filename,
+    });
+    const onDisk = media.stat(connectionId, filename);
+    if (onDisk) return info(onDisk);
+    const session = sessions.get(connectionId);
+    if (!session) throw notFound('Media not found');
+    try {
+      return info(await session.ensureMedia(messageId));
+    } catch (err) {
+      logger.info({ err, connectionId, messageId }, 'media could not be downloaded');
+      throw notFound('Media not found');
+    }
+  }
+
   return {
     start,
     startAll() {
@@ -106,21 +209,67 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       if (!session || session.status !== 'online' || !me) return undefined;
       return { id: me.jid, pushName: me.name };
     },
-    async sendText(connectionId, input: SendTextInput): Promise<Message> {
+    sendText: (connectionId, input: SendTextInput) => send(connectionId, { ...input, type: 'text' }),
+    send,
+    async react(connectionId, input) {
       const session = onlineSession(connectionId);
       const { jid, chatId } = await resolveChat(session, input.chatId);
-      const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
-      const sock = session.socket!;
-      if (!input.skipPresence) {
-        await humanizeBeforeSend(
-          sock,
-          { store, connectionId, chatJid: jid, chatId, textLength: input.text.length, logger },
-          { typingDelayMs },
-        );
+      const target = storedMessage(connectionId, input.messageId, [chatId, input.chatId]);
+      const key = keyOf(connectionId, target, jid);
+      await relay(session, jid, { react: { text: input.emoji, key } });
+      const me = session.me?.jid ?? '';
+      const updated = session.applyReaction(target.chatId, key.id!, me, input.emoji, Math.floor(now() / 1000));
+      return updated ?? store.messages.get(connectionId, target.id)!;
+    },
+    async editMessage(connectionId, messageId, input) {
+      const given = input.chatId.trim();
+      const candidates = [given, given.replace(/^\+/, '').replace(/\D/g, '') + '@s.whatsapp.net', given.replace(/@c\.us$/, '@s.whatsapp.net')];
+      const target = storedMessage(connectionId, messageId, candidates);
+      if (!target.fromMe) throw forbidden('Only your own messages can be edited');
+      if (target.type !== 'text') throw badRequest('Only text messages can be edited');
+      if (now() - target.timestamp * 1000 > EDIT_WINDOW_MS) {
+        throw badRequest('Messages can only be edited within 15 minutes of sending');
       }
-      const sent = await sock.sendMessage(jid, { text: input.text }, quoted ? { quoted } : {});
-      if (!sent) throw conflict('Message could not be sent');
-      return session.recordSent(sent);
+      const session = onlineSession(connectionId);
+      const { jid } = await resolveChat(session, target.chatId);
+      const key = keyOf(connectionId, target, jid);
+      await relay(session, jid, { text: input.text, edit: key });
+      const me = session.me?.jid ?? '';
+      return session.applyEdit(target.chatId, key.id!, input.text, Math.floor(now() / 1000), { fromMe: true, senderJid: me }) ?? target;
+    },
+    async markRead(connectionId, chatIdInput) {
+      const session = onlineSession(connectionId);
+      const { chatId } = await resolveChat(session, chatIdInput);
+      const unread = store.chats.unread(connectionId, chatId) ?? 0;
+      const raws = store.messages.latestIncomingRaws(connectionId, chatId, Math.min(MAX_READ_RECEIPTS, Math.max(1, unread)));
+      const keys = raws.map((raw) => proto.WebMessageInfo.decode(raw).key).filter((k): k is WAMessageKey => !!k?.id);
+      if (keys.length > 0) {
+        try {
+          await session.socket!.readMessages(keys);
+        } catch (err) {
+          throw new ServiceError(502, `Read receipt could not be sent: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+      store.chats.markRead(connectionId, chatId);
+    },
+    async setTyping(connectionId, chatIdInput, typing) {
+      const session = onlineSession(connectionId);
+      const { jid } = await resolveChat(session, chatIdInput);
+      try {
+        await session.socket!.sendPresenceUpdate(typing ? 'composing' : 'paused', jid);
+      } catch (err) {
+        throw new ServiceError(502, `Typing indicator could not be sent: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
+    messageMedia,
+    async mediaFile(connectionId, filename) {
+      if (!isSafeMediaName(filename)) throw badRequest('Invalid media file name');
+      const keyId = filename.includes('.') ? filename.slice(0, filename.lastIndexOf('.')) : filename;
+      const message = store.messages.findByKeyId(connectionId, keyId);
+      if (message?.media && mediaFileNameOf(message.media) === filename) return messageMedia(connectionId, message.id);
+      const onDisk = media.stat(connectionId, filename);
+      if (!onDisk) throw notFound('Media not found');
+      return { ...onDisk, mimetype: contentTypeForName(filename), filename: null };
     },
     session: (connectionId) => sessions.get(connectionId),
     async close() {

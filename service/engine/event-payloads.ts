@@ -3,7 +3,7 @@
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
  * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName` and `quotedMessageId`.
  */
-import type { Message } from '../db/messages.ts';
+import type { MessageCore } from '../db/messages.ts';
 
 export interface MessageEventPayload {
   [key: string]: unknown;
@@ -24,7 +24,7 @@ export interface MessageEventPayload {
   media?: { url: string; mimetype: string; filename: string | null; size: number | null };
 }
 
-export function eventPayloadOf(m: Message, ownJid?: string | null): MessageEventPayload {
+export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageEventPayload {
   const payload: MessageEventPayload = {
     id: m.id,
     chatId: m.chatId,

@@ -131,6 +131,16 @@ export function mediaFileName(keyId: string, mimetype: string): string {
   return `${keyId.replace(/[^A-Za-z0-9_-]/g, '_')}.${ext}`;
 }
 
+/** The on-disk file name of a stored message's media (the last segment of its proxy URL). */
+export function mediaFileNameOf(media: MessageMedia): string | undefined {
+  const last = media.url.slice(media.url.lastIndexOf('/') + 1);
+  try {
+    return decodeURIComponent(last) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function typeOf(content: proto.IMessage): string {
   const t = getContentType(content);
   if (!t) return 'unknown';

@@ -13,9 +13,9 @@
  *
  * Durability of incoming messages: rc14 sends the delivery receipt before it emits `messages.upsert`
  * (`lib/Socket/messages-recv.js handleMessage`: `sendReceipt` then `upsertMessage`), and there is no hook in between.
- * We commit synchronously in the event handler, so the window in which a crash loses an acknowledged message is
- * the gap between that receipt and the handler; with event buffering active (the first seconds after connect, until
- * `<ib><offline>` or the first processed node flushes it) the gap lasts until the flush. Documented in the README.
+ * We turn off Baileys' event buffer (`disableEventBuffer`), commit synchronously in the event handler, and hold
+ * every outgoing frame for one event-loop turn (`commit-before-receipt.ts`), so the receipt leaves only after the
+ * message is committed. Documented in the README.
  */
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
@@ -30,12 +30,26 @@ import makeWASocket, {
   type WASocket,
 } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import { messageIdOf, type Message, type StoredMessage } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
+import { sendFramesAfterCommit } from './commit-before-receipt.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
-import { chatIdOf, classify, toPnJid, toStoredMessage, type ModelContext } from './message-model.ts';
+import {
+  chatIdOf,
+  classify,
+  mediaFileNameOf,
+  textOf,
+  timestampOf,
+  toPnJid,
+  toStoredMessage,
+  type ModelContext,
+} from './message-model.ts';
 import { eventPayloadOf } from './event-payloads.ts';
+import { downloadMessageMedia } from './media-download.ts';
+import type { MediaFile, MediaStore } from './media-store.ts';
+import type { SandboxTrust } from './sandbox-trust.ts';
 
 const MAX_QR_CYCLES = 5;
 const MAX_BACKOFF_MS = 60_000;
@@ -48,7 +62,16 @@ export interface SessionDeps {
   waUrl?: string;
   /** Level for Baileys' own logger (it is chatty; default `warn`). */
   baileysLogLevel: string;
+  /** Local media files (incoming media is downloaded eagerly, sent media kept). */
+  media: MediaStore;
+  /** Dispatcher for media downloads; set in sandbox mode to trust the sandbox media host's CA. */
+  mediaDispatcher?: Dispatcher;
+  /** Sandbox mode: agents trusting the sandbox CA for Baileys' media uploads/downloads (sandbox-trust.ts). */
+  sandboxTrust?: SandboxTrust;
 }
+
+/** At most this many media downloads run at once per session (eager downloads of incoming media). */
+const MEDIA_CONCURRENCY = 2;
 
 type Events = Partial<BaileysEventMap>;
 
@@ -71,6 +94,11 @@ export class Session {
   #opened: Promise<void>;
   #resolveOpened!: () => void;
   readonly #log: Logger;
+  /** Running media downloads by file name (a second request for the same file waits for the first). */
+  readonly #downloads = new Map<string, Promise<MediaFile>>();
+  /** Eager downloads waiting for a slot. */
+  readonly #mediaQueue: string[] = [];
+  #mediaActive = 0;
 
   constructor(
     connection: ConnectionRow,
@@ -152,6 +180,10 @@ export class Session {
       auth: { creds: auth.creds, keys: makeCacheableSignalKeyStore(auth.keys, baileysLogger) },
       logger: baileysLogger,
       ...(waUrl ? { waWebSocketUrl: waUrl } : {}),
+      ...(this.deps.sandboxTrust && {
+        fetchAgent: this.deps.sandboxTrust.fetchAgent,
+        options: { dispatcher: this.deps.sandboxTrust.dispatcher } as unknown as RequestInit,
+      }),
       browser: Browsers.macOS('Chrome'),
       markOnlineOnConnect: false,
       syncFullHistory: false,
@@ -163,6 +195,8 @@ export class Session {
       },
     });
     this.#sock = sock;
+    disableEventBuffer(sock);
+    sendFramesAfterCommit(sock);
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
@@ -219,6 +253,7 @@ export class Session {
     if (events['contacts.update']) this.#onContacts(events['contacts.update']);
     if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
+    if (events['presence.update']) this.#onPresence(events['presence.update']);
   }
 
   #onCreds(update: BaileysEventMap['creds.update']): void {
@@ -401,17 +436,190 @@ export class Session {
   #onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {
     const { store } = this.deps;
     const ctx = this.modelContext();
+    const downloads: string[] = [];
     store.tx(() => {
       for (const msg of messages) {
         const kind = classify(msg);
-        if (kind.kind !== 'content') {
-          this.#log.debug({ kind: kind.kind, type }, 'non-content message');
-          continue;
+        switch (kind.kind) {
+          case 'content': {
+            const m = toStoredMessage(msg, ctx);
+            if (!m) break;
+            const isNew = !store.messages.get(this.connectionId, m.id);
+            this.#storeMessage(m);
+            // Incoming media is fetched right away, before the CDN link expires; own sends are stored by the engine.
+            if (isNew && m.media && !m.fromMe) downloads.push(m.id);
+            break;
+          }
+          case 'reaction': {
+            const chatId = chatIdOf(msg.key, ctx);
+            const from = this.#senderOf(msg, chatId, ctx);
+            const ms = Number(msg.message?.reactionMessage?.senderTimestampMs ?? 0);
+            this.applyReaction(chatId, kind.targetKey.id ?? '', from, kind.emoji, ms ? Math.floor(ms / 1000) : timestampOf(msg));
+            break;
+          }
+          case 'edit': {
+            const chatId = chatIdOf(msg.key, ctx);
+            this.applyEdit(chatId, kind.targetKey.id ?? '', textOf(kind.newContent), timestampOf(msg), {
+              fromMe: !!msg.key.fromMe,
+              senderJid: this.#senderOf(msg, chatId, ctx),
+            });
+            break;
+          }
+          case 'revoke':
+            this.#applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
+            break;
+          default:
+            this.#log.debug({ kind: kind.kind, type }, 'non-content message');
         }
-        const m = toStoredMessage(msg, ctx);
-        if (m) this.#storeMessage(m);
       }
     });
+    for (const id of downloads) this.#queueDownload(id);
+  }
+
+  /** Sender JID of a message (own JID for fromMe, the participant in groups, the chat otherwise). */
+  #senderOf(msg: WAMessage, chatId: string, ctx: ModelContext): string {
+    if (msg.key.fromMe) return ctx.ownJid ?? '';
+    if (chatId.endsWith('@g.us')) return toPnJid(msg.key.participant ?? msg.participant ?? '', msg.key.participantAlt, ctx);
+    return chatId;
+  }
+
+  /**
+   * Stores a reaction on the message with key id `keyId` in `chatId` (`emoji` "" removes it) and logs
+   * `message.reaction` when something changed. Returns the reacted-to message, undefined when it is unknown.
+   */
+  applyReaction(chatId: string, keyId: string, senderJid: string, emoji: string, timestamp: number): Message | undefined {
+    const { store } = this.deps;
+    return store.tx(() => {
+      const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
+      if (!target) {
+        this.#log.debug({ chatId, keyId }, 'reaction to an unknown message');
+        return undefined;
+      }
+      if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
+        const fromMe = senderJid === this.me?.jid;
+        store.appendEvent(this.userId, this.connectionId, 'message.reaction', {
+          id: target.id,
+          chatId,
+          from: senderJid,
+          fromMe,
+          emoji,
+          removed: emoji === '',
+          timestamp,
+        });
+      }
+      return store.messages.get(this.connectionId, target.id);
+    });
+  }
+
+  /**
+   * Applies an edit of the message with key id `keyId` by its own sender and logs `message.edited` when the text
+   * changed. Edits by anyone else than the original sender are ignored. Returns the updated message.
+   */
+  applyEdit(chatId: string, keyId: string, text: string, editedAt: number, by: { fromMe: boolean; senderJid: string }): Message | undefined {
+    const { store } = this.deps;
+    return store.tx(() => {
+      const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
+      if (!target || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) {
+        this.#log.debug({ chatId, keyId }, 'edit of an unknown message or by someone else; ignored');
+        return target;
+      }
+      if (target.text !== text) {
+        store.messages.edit(this.connectionId, target.id, text, editedAt);
+        store.appendEvent(this.userId, this.connectionId, 'message.edited', {
+          id: target.id,
+          chatId,
+          from: target.senderJid,
+          fromMe: target.fromMe,
+          body: text,
+          previousBody: target.text,
+          editedAt,
+        });
+      }
+      return store.messages.get(this.connectionId, target.id);
+    });
+  }
+
+  #applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): void {
+    const { store } = this.deps;
+    const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
+    if (!target || target.type === 'revoked' || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) return;
+    store.messages.revoke(this.connectionId, target.id);
+    store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
+    const filename = target.media && mediaFileNameOf(target.media);
+    if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
+  }
+
+  #onPresence(p: BaileysEventMap['presence.update']): void {
+    const ctx = this.modelContext();
+    const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
+    for (const [participant, presence] of Object.entries(p.presences)) {
+      this.deps.store.appendEvent(this.userId, this.connectionId, 'presence.update', {
+        chatId,
+        participant: toPnJid(participant, null, ctx),
+        presence: presence.lastKnownPresence,
+        ...(presence.lastSeen != null && { lastSeen: presence.lastSeen }),
+      });
+    }
+  }
+
+  // ---- media -------------------------------------------------------------------------------------------
+
+  #queueDownload(messageId: string): void {
+    this.#mediaQueue.push(messageId);
+    this.#pumpDownloads();
+  }
+
+  #pumpDownloads(): void {
+    while (this.#mediaActive < MEDIA_CONCURRENCY && this.#mediaQueue.length > 0) {
+      const id = this.#mediaQueue.shift()!;
+      this.#mediaActive++;
+      this.ensureMedia(id)
+        .catch((err: unknown) => this.#log.warn({ err, messageId: id }, 'media download failed; it is retried when the media is requested'))
+        .finally(() => {
+          this.#mediaActive--;
+          this.#pumpDownloads();
+        });
+    }
+  }
+
+  /**
+   * The local file of a stored message's media: from disk, or downloaded now (one re-upload request when the CDN
+   * lost it). Concurrent calls for the same file share one download.
+   * @throws when the message has no media or the download failed.
+   */
+  ensureMedia(messageId: string): Promise<MediaFile> {
+    const { store, media } = this.deps;
+    const message = store.messages.get(this.connectionId, messageId);
+    const filename = message?.media ? mediaFileNameOf(message.media) : undefined;
+    if (!message?.media || !filename) return Promise.reject(new Error('message has no media'));
+    const onDisk = media.stat(this.connectionId, filename);
+    if (onDisk) return Promise.resolve(onDisk);
+    const running = this.#downloads.get(filename);
+    if (running) return running;
+    const raw = store.messages.getRaw(this.connectionId, messageId);
+    if (!raw) return Promise.reject(new Error('message has no stored media keys'));
+    const msg = proto.WebMessageInfo.decode(raw) as WAMessage;
+    const job = downloadMessageMedia(
+      msg,
+      filename,
+      {
+        sock: this.socket,
+        media,
+        connectionId: this.connectionId,
+        dispatcher: this.mediaDispatcher,
+        logger: this.#log,
+        onReuploaded: (updated) =>
+          store.messages.setRaw(this.connectionId, messageId, proto.WebMessageInfo.encode(updated as proto.IWebMessageInfo).finish()),
+      },
+      message.media.size,
+    ).finally(() => this.#downloads.delete(filename));
+    this.#downloads.set(filename, job);
+    return job;
+  }
+
+  /** Dispatcher for media downloads (the sandbox's CA trust in sandbox mode); undefined = undici's global one. */
+  get mediaDispatcher(): Dispatcher | undefined {
+    return this.deps.mediaDispatcher;
   }
 
   /**
@@ -443,7 +651,12 @@ export class Session {
     const ctx = this.modelContext();
     store.tx(() => {
       for (const { key, update } of updates) {
-        if (typeof update.status !== 'number' || !key.fromMe || !key.id) continue;
+        if (typeof update.status !== 'number' || !key.id) continue;
+        if (!key.fromMe) {
+          // Another device of this account read an incoming message: the chat is read up to that message.
+          if (update.status >= proto.WebMessageInfo.Status.READ) this.#readUpTo(chatIdOf(key, ctx), key.id);
+          continue;
+        }
         const chatId = chatIdOf(key, ctx);
         const id = messageIdOf(true, chatId, key.id);
         if (store.messages.setAck(this.connectionId, id, update.status)) {
@@ -451,6 +664,15 @@ export class Session {
         }
       }
     });
+  }
+
+  /** Sets a chat's unread counter to the incoming messages newer than the one with key id `keyId`. */
+  #readUpTo(chatId: string, keyId: string): void {
+    const { store } = this.deps;
+    const read = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
+    if (!read) return;
+    const unread = store.messages.countIncomingAfter(this.connectionId, chatId, read.timestamp);
+    if ((store.chats.unread(this.connectionId, chatId) ?? 0) > unread) store.chats.setUnread(this.connectionId, chatId, unread);
   }
 
   /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
@@ -463,6 +685,27 @@ export class Session {
 
 function chatTouchOf(m: StoredMessage) {
   return { chatId: m.chatId, isGroup: m.chatId.endsWith('@g.us'), timestamp: m.timestamp, body: m.text, fromMe: m.fromMe };
+}
+
+/**
+ * Turns off Baileys' event buffer, so every decrypted message is handed to us, and committed, right after rc14 sends
+ * its receipt. Two buffers hold receipted messages back: the connection-level one (started on connect, flushed only
+ * when `<ib><offline>` arrives, so a reconnect holds the whole offline queue) and the per-call one of buffered
+ * functions such as `upsertMessage` (flushed by a 100 ms timer for offline-queued messages). A crash in either window
+ * lost messages the server had already dropped (seen in the webhook crash test: ~2% of a stream under kill -9).
+ * `ev.buffer()` becomes a no-op and every `ev.emit` flushes at once; both are property calls on the shared `ev`
+ * object in rc14 (lib/Utils/event-buffer.js), and this must run before the socket's first `process.nextTick`.
+ * Only event consolidation is lost, and the engine handles each event on its own anyway.
+ */
+function disableEventBuffer(sock: WASocket): void {
+  const ev = sock.ev;
+  const emit = ev.emit.bind(ev);
+  ev.buffer = () => undefined;
+  ev.emit = ((event, data) => {
+    const handled = emit(event, data);
+    if (ev.isBuffering()) ev.flush();
+    return handled;
+  }) as typeof ev.emit;
 }
 
 /** "+<digits>" for a phone-number JID; null for LIDs and groups. */

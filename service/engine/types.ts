@@ -3,6 +3,7 @@
  * The implementation is `engine/engine.ts`; one Baileys session per connection lives behind it.
  */
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { Message } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
 
@@ -13,12 +14,57 @@ export interface EngineOptions {
   waUrl?: string;
   /** 32-byte root key of the server's Noise certificate chain; set only for the sandbox (DESIGN.md §4). */
   waRootPublicKey?: Buffer;
+  /** PEM of the sandbox media host's CA; trusted only by this engine's Baileys media requests (DESIGN.md §4). */
+  waCaCertPem?: string;
   /** Identifier of this worker, shown as Connection.workerId. */
   workerId: string;
   /** Folder for media files, one subfolder per connection. */
   mediaDir: string;
   /** Human-like pacing before sends without skipPresence: a random delay in [min, max] ms while "typing". */
   typingDelayMs?: { min: number; max: number };
+  /** Clock in ms since the epoch (the edit window is checked against it); `Date.now` by default. Tests inject one. */
+  now?: () => number;
+  /** Dispatcher for fetching `url` media of send requests; undici's global one by default (tests trust a local CA). */
+  urlFetchDispatcher?: Dispatcher;
+}
+
+export type MediaKind = 'image' | 'video' | 'audio' | 'document';
+
+/** Fields every send takes (interface-spec §4.3). */
+export interface SendCommon {
+  /** A JID or a phone number in international format ("+15550101", "15550101"). */
+  chatId: string;
+  /** Message id (spec shape) of the message to quote. */
+  replyTo?: string;
+  skipPresence?: boolean;
+}
+
+/** Media given as exactly one of `url` (https, fetched by the service) or `base64` (a data URL works too). */
+export interface MediaFields {
+  url?: string;
+  base64?: string;
+  mimetype?: string;
+  filename?: string;
+  caption?: string;
+}
+
+/** One send request; `type` picks the endpoint's kind. */
+export type SendInput = SendCommon &
+  (
+    | { type: 'text'; text: string }
+    | ({ type: 'image' | 'video' | 'document' } & MediaFields)
+    | ({ type: 'audio'; ptt?: boolean } & MediaFields)
+    | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
+    | { type: 'contact'; name: string; phoneNumber: string }
+  );
+
+/** A media file ready to stream. */
+export interface MediaFileInfo {
+  path: string;
+  size: number;
+  mimetype: string;
+  /** Original file name (documents), if any. */
+  filename: string | null;
 }
 
 /** Profile of a linked account (interface-spec §2.2). */
@@ -54,6 +100,33 @@ export interface Engine {
    * @throws ServiceError 400 bad chatId / unknown replyTo / not on WhatsApp, 409 connection not online.
    */
   sendText(connectionId: string, input: SendTextInput): Promise<Message>;
+  /**
+   * Sends any kind of message through the one send pipeline (chat resolution, quoting, presence, local media copy)
+   * and returns the stored Message.
+   * @throws ServiceError 400 bad input (chatId, replyTo, media type/size/URL), 409 connection not online.
+   */
+  send(connectionId: string, input: SendInput): Promise<Message>;
+  /**
+   * Reacts to a message (`emoji` "" removes the reaction) and returns the reacted-to Message with its reactions.
+   * @throws ServiceError 404 unknown message, 409 not online.
+   */
+  react(connectionId: string, input: { chatId: string; messageId: string; emoji: string }): Promise<Message>;
+  /**
+   * Edits the text of an own text message within the edit window and returns the updated Message.
+   * @throws ServiceError 404 unknown message, 403 someone else's message, 400 not a text message or too late, 409 not online.
+   */
+  editMessage(connectionId: string, messageId: string, input: { chatId: string; text: string }): Promise<Message>;
+  /** Sends read receipts for the chat's unread incoming messages and sets its unread counter to 0. */
+  markRead(connectionId: string, chatId: string): Promise<void>;
+  /** Starts (`true`) or stops the typing indicator in a chat. */
+  setTyping(connectionId: string, chatId: string, typing: boolean): Promise<void>;
+  /**
+   * The local file of a message's media, downloading it first when it is not on disk (re-upload once when the
+   * CDN lost it). @throws ServiceError 404 `Media not found`.
+   */
+  messageMedia(connectionId: string, messageId: string): Promise<MediaFileInfo>;
+  /** The local file `filename` of a connection's media folder (downloaded on demand like messageMedia). */
+  mediaFile(connectionId: string, filename: string): Promise<MediaFileInfo>;
   /** Closes every session (not logged out). */
   close(): Promise<void>;
 }

@@ -7,18 +7,31 @@ import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
 import { apiTokenVerifier } from '../auth/api-tokens.ts';
 import { createAuthenticator } from '../auth/authenticate.ts';
+import { jwtVerifier, type JwtVerifierOptions } from '../auth/jwt.ts';
+import { LiveCredentials } from '../auth/live-credentials.ts';
+import type { RateLimitSettings } from '../config/service-config.ts';
 import type { EventStream, StreamLimits } from '../stream/event-stream.ts';
 import { registerWebSocketSupport, streamRoutes } from '../stream/routes.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { registerHardening } from './plugins/hardening.ts';
+import { registerRateLimit } from './plugins/rate-limit.ts';
 import { registerRequestLog } from './plugins/request-log.ts';
+import { DOCS_PATH, registerOpenApi } from './openapi.ts';
+import { billingRoutes } from './routes/billing.ts';
 import { chatRoutes } from './routes/chats.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { contactRoutes } from './routes/contacts.ts';
 import { healthRoutes } from './routes/health.ts';
+import { mediaRoutes } from './routes/media.ts';
 import { messageRoutes } from './routes/messages.ts';
+import { presenceRoutes } from './routes/presence.ts';
 import { sendRoutes } from './routes/send.ts';
+import { eventRoutes } from './routes/events.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import type { ApiInstance, TypeBoxTypeProvider } from './type-provider.ts';
 import { typeBoxValidatorCompiler } from './validation.ts';
 
@@ -26,13 +39,22 @@ export interface AppOptions extends ApiDeps {
   logger: Logger;
   /** Overrides of the event stream's buffering and heartbeat limits (tests use small ones). */
   streamLimits?: Partial<StreamLimits>;
+  /** Identity-provider JWTs; absent: only API tokens are accepted. */
+  jwt?: JwtVerifierOptions;
+  /** Request limits; absent: DEFAULT_RATE_LIMIT (3000/min per user, 30 failed authentications/min per address). */
+  rateLimit?: RateLimitSettings;
+  /** Extra Host header values and browser origins accepted (plugins/hardening.ts). */
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  /** How often open WebSocket streams are re-checked against revocations made elsewhere (the CLI). */
+  revocationSweepMs?: number;
 }
 
 export const API_PREFIX = '/api';
 
 /** A ready-to-listen API instance. */
 export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
-  const { logger, streamLimits, ...deps } = opts;
+  const { logger, streamLimits, jwt, rateLimit, allowedHosts, allowedOrigins, revocationSweepMs, ...deps } = opts;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Fastify's own request lines would log URLs with `?token=`; plugins/request-log.ts writes redacted ones.
@@ -43,13 +65,36 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerErrorHandling(app);
   const streams = new Set<EventStream>();
   await registerWebSocketSupport(app, streams); // before auth: see its doc
-  registerAuth(app, createAuthenticator([apiTokenVerifier(deps.store)]));
+  // Order matters: Host/Origin checks first, then the rate limit's per-route hooks and OpenAPI's onRoute
+  // hook (both apply to routes registered after them), then authentication.
+  registerHardening(app, {
+    apiPrefix: API_PREFIX,
+    docsPrefix: API_PREFIX + DOCS_PATH,
+    ...(allowedHosts && { allowedHosts }),
+    ...(allowedOrigins && { allowedOrigins }),
+  });
+  const onAuthFailure = await registerRateLimit(app, rateLimit);
+  const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
+  registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerRequestLog(app);
+  await registerOpenApi(app, { prefix: API_PREFIX, version: deps.version });
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, sendRoutes]) {
+  const live = new LiveCredentials();
+  live.start(deps.store, revocationSweepMs);
+  app.addHook('onClose', async () => live.stop());
+
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, sendRoutes, presenceRoutes, mediaRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
-  await app.register(streamRoutes, { ...deps, streams, ...(streamLimits && { streamLimits }), prefix: API_PREFIX });
+  await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });
+  await app.register(streamRoutes, {
+    ...deps,
+    streams,
+    live,
+    ...(streamLimits && { streamLimits }),
+    prefix: API_PREFIX,
+  });
+  await app.register(consoleRoutes); // last: the operator console at `/` (no auth; the page asks for a token)
   await app.ready();
   return app;
 }

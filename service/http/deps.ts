@@ -1,6 +1,16 @@
 /** What the HTTP layer needs from the rest of the service; passed to every route plugin as its options. */
+import type { Billing } from '../billing/billing.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
+import type { UrlPolicy } from '../webhooks/url-policy.ts';
+
+/** What the webhook routes need beyond the store. */
+export interface WebhookDeps {
+  /** Which URLs webhooks may target (checked at create/update). */
+  policy: UrlPolicy;
+  /** Asks the dispatcher to look for due deliveries now (after a manual retry). */
+  wake(): void;
+}
 
 export interface ApiDeps {
   store: Store;
@@ -12,4 +22,8 @@ export interface ApiDeps {
   sandbox: boolean;
   /** When the service started (ms since the epoch), for the health route's uptime. */
   startedAt: number;
+  /** Slots and billing (issue #6); absent: the local provider with the default settings (100 slots per user). */
+  billing?: Billing;
+  /** Webhook URL policy and dispatcher; without it webhooks accept only public https:// URLs and wait for the poll. */
+  webhooks?: WebhookDeps;
 }

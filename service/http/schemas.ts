@@ -32,4 +32,8 @@ export const MessageSchema = Type.Object({
     }),
   ),
   ack: Nullable(Type.Integer()),
+  /** Unix seconds of the latest edit, null when never edited. */
+  editedAt: Nullable(Type.Integer()),
+  /** Current reactions, one per sender. */
+  reactions: Type.Array(Type.Object({ senderJid: Type.String(), emoji: Type.String(), timestamp: Type.Integer() })),
 });

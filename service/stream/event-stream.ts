@@ -8,9 +8,11 @@
  * 3. send the held events whose seq is above the last one sent, then send live events as they come.
  *
  * Without `after` the stream starts at the current end of the log (live only).
+ * With `types` (the `events=` query filter) only those event types are sent; `seq` values then have gaps.
  * A ping goes out every `pingIntervalMs`; a peer that has not answered the previous one is terminated.
  *
- * Close codes: 1001 server shutting down; 1011 internal error; 1013 slow consumer (the socket buffered more than
+ * Close codes: 1001 server shutting down; 1011 internal error; 4401 the stream's API token was revoked or its user
+ * disabled (auth/live-credentials.ts; do not reconnect with that token); 1013 slow consumer (the socket buffered more than
  * `maxBufferedBytes`, or more than `maxPendingEvents` arrived during the replay). The close reason carries
  * `after=<seq>`: reconnect with it to resume exactly where the stream stopped.
  */
@@ -46,6 +48,8 @@ export interface EventStreamOptions {
   userId: string;
   /** Resume after this seq; undefined: live events only. */
   after: number | undefined;
+  /** Only events of these types are sent (`events=` filter); others still advance the resume point. */
+  types?: ReadonlySet<string> | undefined;
   limits: StreamLimits;
   log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 }
@@ -150,6 +154,11 @@ export class EventStream {
   /** Sends one frame; false when the stream is no longer open. `onFlushed` runs once the OS has the frame. */
   #write(e: LoggedEvent, onFlushed?: () => void): boolean {
     if (this.#stopped || this.#socket.readyState !== WebSocket.OPEN) return false;
+    if (this.#opts.types && !this.#opts.types.has(e.event)) {
+      this.#lastSent = e.seq;
+      if (onFlushed) queueMicrotask(onFlushed);
+      return true;
+    }
     this.#socket.send(eventFrame(e), onFlushed && (() => onFlushed()));
     this.#lastSent = e.seq;
     return true;

@@ -6,7 +6,9 @@
  */
 import websocket from '@fastify/websocket';
 import { Type } from '@sinclair/typebox';
+import type { LiveCredentials } from '../auth/live-credentials.ts';
 import { badRequest, ServiceError } from '../errors.ts';
+import { parseEventTypes } from '../http/routes/events.ts';
 import type { ApiDeps } from '../http/deps.ts';
 import type { ApiInstance, ApiPlugin } from '../http/type-provider.ts';
 import { CLOSE_CODES, DEFAULT_STREAM_LIMITS, EventStream, type StreamLimits } from './event-stream.ts';
@@ -33,14 +35,17 @@ export interface StreamRouteOptions extends ApiDeps {
   /** The open streams, shared with registerWebSocketSupport for the shutdown close. */
   streams: Set<EventStream>;
   streamLimits?: Partial<StreamLimits>;
+  /** Where streams are registered so revoking their token (or disabling their user) closes them with 4401. */
+  live?: LiveCredentials;
 }
 
 const StreamQuery = Type.Object({
   token: Type.Optional(Type.String()),
   after: Type.Optional(Type.Integer({ minimum: 0, description: 'Replay events with a greater seq first' })),
+  events: Type.Optional(Type.String({ maxLength: 1024, description: 'Comma-separated event types to send (default: all)' })),
 });
 
-export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, streams, streamLimits }) => {
+export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, streams, streamLimits, live }) => {
   const limits: StreamLimits = { ...DEFAULT_STREAM_LIMITS, ...streamLimits };
 
   api.route({
@@ -50,6 +55,7 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, 
     schema: { querystring: StreamQuery },
     preHandler: async (request) => {
       const { after } = request.query;
+      parseEventTypes(request.query.events, 'querystring/events'); // 400 before the upgrade
       const last = store.events.lastSeq(request.user.id);
       if (after !== undefined && after > last) {
         throw badRequest(`querystring/after is beyond the end of the event log (last seq ${last})`);
@@ -61,10 +67,24 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, 
     wsHandler: (socket, request) => {
       const userId = request.user.id;
       const log = request.log;
-      const stream = new EventStream(socket, { store, userId, after: request.query.after, limits, log });
+      const types = parseEventTypes(request.query.events, 'querystring/events');
+      const stream = new EventStream(socket, {
+        store,
+        userId,
+        after: request.query.after,
+        limits,
+        log,
+        ...(types && { types: new Set(types) }),
+      });
       streams.add(stream);
+      const { credential } = request.user;
+      const unregister =
+        live && credential.kind === 'api-token'
+          ? live.add({ userId, tokenId: credential.tokenId, close: (code, reason) => stream.close(code, reason) })
+          : undefined;
       log.info({ userId, after: request.query.after ?? null }, 'event stream opened');
       void stream.closed.then(() => {
+        unregister?.();
         streams.delete(stream);
         log.info({ userId, lastSent: stream.lastSent }, 'event stream closed');
       });

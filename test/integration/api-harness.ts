@@ -15,7 +15,7 @@ import type { ConnectionRow } from '../../service/db/connections.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
-import { buildApp } from '../../service/http/app.ts';
+import { buildApp, type AppOptions } from '../../service/http/app.ts';
 import type { StreamLimits } from '../../service/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
 
@@ -57,7 +57,14 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startTestApi(opts: { streamLimits?: Partial<StreamLimits> } = {}): Promise<TestApi> {
+/** App options tests may set (security settings: JWT, rate limits, allowed hosts/origins). */
+export type TestAppOptions = Partial<
+  Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs'>
+>;
+
+export async function startTestApi(
+  opts: { streamLimits?: Partial<StreamLimits>; app?: TestAppOptions } = {},
+): Promise<TestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-api-'));
   let logText = '';
   const logger = pino(
@@ -86,6 +93,7 @@ export async function startTestApi(opts: { streamLimits?: Partial<StreamLimits> 
     sandbox: false,
     startedAt: Date.now(),
     ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
+    ...opts.app,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api`;

@@ -154,6 +154,8 @@ describe('reading and sending', () => {
         quotedMessageId: null,
         media: null,
         ack: null,
+        editedAt: null,
+        reactions: [],
       });
     });
 

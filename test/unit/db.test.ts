@@ -86,9 +86,14 @@ describe('store', () => {
     };
   };
 
-  it('pages a chat newest first without gaps or repeats, also across equal timestamps', () => {
-    // 120 messages, three per second, so page boundaries fall inside runs of equal timestamps.
-    for (let i = 0; i < 120; i++) store.messages.upsert(connectionId, msg(i, 1_700_000_000 + Math.floor(i / 3)));
+  it('pages a chat newest first without gaps or repeats, in arrival order within a second', () => {
+    // 120 messages, three per second, so page boundaries fall inside runs of equal timestamps; key ids are
+    // shuffled so that arrival order, not the id, must decide the order within a second.
+    for (let i = 0; i < 120; i++) {
+      const m = msg(i, 1_700_000_000 + Math.floor(i / 3));
+      const keyId = `K${(i * 7919) % 1000}`;
+      store.messages.upsert(connectionId, { ...m, keyId, id: messageIdOf(false, m.chatId, keyId) });
+    }
     const seen: string[] = [];
     let before: string | null = null;
     let pages = 0;
@@ -110,7 +115,8 @@ describe('store', () => {
   });
 
   it('round-trips cursors and message ids, and rejects foreign cursors', () => {
-    expect(decodeCursor(encodeCursor(1700000000, 'false_x@s.whatsapp.net_ABC'))).toEqual({ timestamp: 1700000000, id: 'false_x@s.whatsapp.net_ABC' });
+    expect(decodeCursor(encodeCursor({ timestamp: 1700000000, seq: 42 }))).toEqual({ timestamp: 1700000000, seq: 42 });
+    expect(decodeCursor(Buffer.from('1700000000:x').toString('base64url'))).toBeUndefined();
     expect(decodeCursor('not-a-cursor')).toBeUndefined();
     expect(decodeCursor('')).toBeUndefined();
     expect(parseMessageId('true_15550101@s.whatsapp.net_3EB0ABC')).toEqual({ fromMe: true, chatId: '15550101@s.whatsapp.net', keyId: '3EB0ABC' });

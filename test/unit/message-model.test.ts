@@ -5,7 +5,10 @@
  */
 import { proto, type WAMessage } from '@whiskeysockets/baileys';
 import { describe, expect, it } from 'vitest';
-import { classify, mediaFileName, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
+import { classify, mediaFileName, mediaFileNameOf, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
+import { isSafeMediaName, MediaStore, sniffMimetype } from '../../service/engine/media-store.ts';
+import { buildVcard } from '../../service/engine/outgoing.ts';
+import { parseRange } from '../../service/http/routes/media.ts';
 
 const OWN = '15550100@s.whatsapp.net';
 const ALICE = '15550101@s.whatsapp.net';
@@ -142,5 +145,81 @@ describe('message model', () => {
     expect(mediaFileName('3EB0/../x', 'image/png')).toBe('3EB0____x.png');
     expect(mediaFileName('A', 'application/x-unknown-thing')).toBe('A.bin');
     expect(mediaFileName('A', 'audio/ogg; codecs=opus')).toBe('A.ogg');
+  });
+});
+
+describe('message model: media and the media store rules', () => {
+  it('gives media a proxy URL, mimetype, original file name and size; mediaFileNameOf reads it back', () => {
+    const doc = toStoredMessage(
+      base({ documentMessage: { mimetype: 'application/pdf', fileName: 'Q3 report.pdf', fileLength: 12345, caption: 'numbers' } }, { id: 'DOC/1' }),
+      ctx,
+    )!;
+    expect(doc).toMatchObject({ type: 'document', text: 'numbers' });
+    expect(doc.media).toEqual({ url: '/api/connections/c1/media/DOC_1.pdf', mimetype: 'application/pdf', filename: 'Q3 report.pdf', size: 12345 });
+    expect(mediaFileNameOf(doc.media!)).toBe('DOC_1.pdf');
+
+    const voice = toStoredMessage(base({ audioMessage: { mimetype: 'audio/ogg; codecs=opus', ptt: true, fileLength: 99 } }), ctx)!;
+    expect(voice).toMatchObject({ type: 'audio', media: { url: '/api/connections/c1/media/ABC123.ogg', mimetype: 'audio/ogg; codecs=opus' } });
+    const sticker = toStoredMessage(base({ stickerMessage: { mimetype: 'image/webp' } }), ctx)!;
+    expect(sticker).toMatchObject({ type: 'sticker', media: { url: '/api/connections/c1/media/ABC123.webp' } });
+    const ptv = toStoredMessage(base({ ptvMessage: { mimetype: 'video/mp4' } }), ctx)!;
+    expect(ptv).toMatchObject({ type: 'video', media: { mimetype: 'video/mp4' } });
+    expect(toStoredMessage(base({ locationMessage: { degreesLatitude: 1, degreesLongitude: 2 } }), ctx)!.media).toBeNull();
+  });
+
+  it('classifies a reaction removal and an edit wrapped in editedMessage', () => {
+    const removal = classify(base({ reactionMessage: { key: { id: 'T1', remoteJid: ALICE, fromMe: true }, text: '' } }));
+    expect(removal).toMatchObject({ kind: 'reaction', emoji: '' });
+    const wrapped = classify(
+      base({
+        editedMessage: {
+          message: {
+            protocolMessage: { type: proto.Message.ProtocolMessage.Type.MESSAGE_EDIT, key: { id: 'T2' }, editedMessage: { conversation: 'new' } },
+          },
+        },
+      }),
+    );
+    expect(wrapped).toMatchObject({ kind: 'edit', targetKey: { id: 'T2' } });
+  });
+
+  it('accepts only names that stay inside the folder', () => {
+    for (const ok of ['ABC.jpg', 'a_b-c.pdf', '3EB0.ogg']) expect(isSafeMediaName(ok)).toBe(true);
+    for (const bad of ['', '.', '..', '../x', 'a/b', 'a\\b', 'a\0b', '.hidden', 'x..y', 'x'.repeat(201)]) expect(isSafeMediaName(bad)).toBe(false);
+    const store = new MediaStore('/data/media');
+    expect(store.pathFor('c1', 'a.jpg')).toBe('/data/media/c1/a.jpg');
+    expect(store.pathFor('c1', '../c2/a.jpg')).toBeUndefined();
+    expect(store.dir('../etc')).toBe('/data/media/___etc');
+  });
+
+  it('sniffs common types from magic bytes', () => {
+    const cases: Array<[number[] | string, string | undefined]> = [
+      [[0xff, 0xd8, 0xff, 0xe0], 'image/jpeg'],
+      [[0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'image/png'],
+      ['GIF89a', 'image/gif'],
+      ['RIFF\0\0\0\0WEBPVP8 ', 'image/webp'],
+      ['%PDF-1.7', 'application/pdf'],
+      ['OggS\0', 'audio/ogg'],
+      ['ID3\x03', 'audio/mpeg'],
+      ['\0\0\0\x18ftypisom', 'video/mp4'],
+      ['\0\0\0\x18ftypM4A ', 'audio/mp4'],
+      ['\0\0\0\x18ftyp3gp4', 'video/3gpp'],
+      ['hello world', undefined],
+    ];
+    for (const [input, expected] of cases) {
+      const bytes = typeof input === 'string' ? Buffer.from(input, 'latin1') : Buffer.from(input);
+      expect(sniffMimetype(bytes), String(input)).toBe(expected);
+    }
+  });
+
+  it('builds a vCard with the WhatsApp id and parses byte ranges', () => {
+    expect(buildVcard('Doe, Jane', '15550199')).toBe(
+      'BEGIN:VCARD\nVERSION:3.0\nFN:Doe\\, Jane\nTEL;type=CELL;type=VOICE;waid=15550199:+15550199\nEND:VCARD',
+    );
+    expect(parseRange(undefined, 10)).toBeUndefined();
+    expect(parseRange('bytes=2-4', 10)).toEqual({ start: 2, end: 4 });
+    expect(parseRange('bytes=-3', 10)).toEqual({ start: 7, end: 9 });
+    expect(parseRange('bytes=8-', 10)).toEqual({ start: 8, end: 9 });
+    expect(parseRange('bytes=0-1,4-5', 10)).toBeUndefined();
+    expect(parseRange('bytes=10-', 10)).toBe('invalid');
   });
 });

@@ -2,9 +2,13 @@
  * Authentication hook: every route needs `Authorization: Bearer <token>` unless its config says otherwise
  * (`config.auth`). The caller is attached as `request.user`. Runs in onRequest, so unauthenticated requests
  * are rejected before their body is read. Unknown routes skip it and answer 404.
+ * The query-token mode (the WebSocket) accepts API tokens only (interface-spec §4.7); a JWT there is an invalid
+ * API token. Every 401 is reported to `onFailure` (the failed-authentication rate limit), which may turn it
+ * into a 429.
  */
-import type { FastifyInstance } from 'fastify';
-import { AUTH_MESSAGES, bearerToken, unauthorized, type AuthUser } from '../../auth/authenticate.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AUTH_MESSAGES, bearerToken, unauthorized, type Authenticate, type AuthUser } from '../../auth/authenticate.ts';
+import { ServiceError } from '../../errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,17 +24,26 @@ declare module 'fastify' {
   }
 }
 
+/** Called with every 401 before it is sent; it may throw another error (a 429) instead. */
+export type AuthFailureHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
 /** Adds the hook and the `request.user` decoration; `authenticate` maps a token to its user or throws a 401. */
-export function registerAuth(app: FastifyInstance, authenticate: (token: string) => Promise<AuthUser>): void {
+export function registerAuth(app: FastifyInstance, authenticate: Authenticate, onFailure?: AuthFailureHook): void {
   app.decorateRequest('user', null as unknown as AuthUser);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (request.is404) return;
     const mode = request.routeOptions.config.auth ?? 'bearer';
     if (mode === 'none') return;
-    const header = request.headers.authorization;
-    const token = header === undefined && mode === 'bearer-or-query' ? queryToken(request.query) : bearerToken(header);
-    if (!token) throw unauthorized(AUTH_MESSAGES.missingHeader);
-    request.user = await authenticate(token);
+    try {
+      const header = request.headers.authorization;
+      const queryMode = mode === 'bearer-or-query';
+      const token = header === undefined && queryMode ? queryToken(request.query) : bearerToken(header);
+      if (!token) throw unauthorized(AUTH_MESSAGES.missingHeader);
+      request.user = await authenticate(token, queryMode ? { kinds: ['api-token'] } : {});
+    } catch (err) {
+      if (onFailure && err instanceof ServiceError && err.statusCode === 401) await onFailure(request, reply);
+      throw err;
+    }
   });
 }
 

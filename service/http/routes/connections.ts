@@ -10,6 +10,7 @@ import { booting, conflict } from '../../errors.ts';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Nullable, SuccessSchema } from '../schemas.ts';
+import { billingOf } from './billing.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** The spec's Connection (§2.1) plus `name`. */
@@ -68,7 +69,9 @@ function noQrReason(status: ConnectionStatus): string {
   }
 }
 
-export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine, workerId }) => {
+export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
+  const { store, engine, workerId } = deps;
+  const billing = billingOf(deps);
   const reread = (id: string) => toConnection(store.connections.get(id)!);
 
   /** Stores a new connection for `userId` and starts its session (status `starting`). */
@@ -85,7 +88,11 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine,
   api.post(
     '/connections',
     { schema: { body: CreateBody, response: { 201: ConnectionSchema } } },
-    async (request, reply) => reply.code(201).send(create(request.user.id, request.body.name ?? null)),
+    // 402 `No free connection slot: N of N in use` when every slot is taken (billing/billing.ts).
+    async (request, reply) => {
+      const created = await billing.withFreeSlot(request.user.id, () => create(request.user.id, request.body.name ?? null));
+      return reply.code(201).send(created);
+    },
   );
 
   api.post(
@@ -93,7 +100,11 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine,
     { schema: { body: CreateBody, response: { 200: ConnectionSchema, 201: ConnectionSchema } } },
     async (request, reply) => {
       const idle = store.connections.findIdle(request.user.id);
-      if (!idle) return reply.code(201).send(create(request.user.id, request.body.name ?? null));
+      // Reusing an idle connection needs no new slot; creating one does (402 when none is free).
+      if (!idle) {
+        const created = await billing.withFreeSlot(request.user.id, () => create(request.user.id, request.body.name ?? null));
+        return reply.code(201).send(created);
+      }
       engine.start(idle.id); // idempotent: makes sure its session is running
       return reread(idle.id);
     },

@@ -1,31 +1,120 @@
 /**
- * Sending (interface-spec §4.3): `POST /api/connections/:id/send` sends a text and answers 201 with the stored
- * Message (its `id` is what the edit endpoint takes). Presence and pacing are the engine's send pipeline.
+ * Sending (interface-spec §4.3): text, image, document, video, audio, location and contact messages, reactions and
+ * edits. Every send answers 201 with the stored Message (its `id` is what the edit and react endpoints take).
+ * Media comes as exactly one of `url` (https, fetched by the service) or `base64`; limits and type checks are the
+ * engine's (engine/outgoing.ts). Presence and pacing are the engine's send pipeline.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type TProperties } from '@sinclair/typebox';
+import { badRequest } from '../../errors.ts';
+import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
+import type { MediaKind } from '../../engine/types.ts';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { MessageSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
-const SendTextBody = Type.Object(
-  {
-    chatId: Type.String({ minLength: 1, description: 'A JID or a phone number in international format' }),
-    text: Type.String({ minLength: 1, maxLength: 65536 }),
-    replyTo: Type.Optional(Type.String({ minLength: 1, description: 'Id of the message to quote' })),
-    skipPresence: Type.Optional(Type.Boolean({ description: 'true: no read receipt, typing indicator or delay' })),
-  },
-  { additionalProperties: false },
-);
+const common = {
+  chatId: Type.String({ minLength: 1, description: 'A JID or a phone number in international format' }),
+  replyTo: Type.Optional(Type.String({ minLength: 1, description: 'Id of the message to quote' })),
+  skipPresence: Type.Optional(Type.Boolean({ description: 'true: no read receipt, typing indicator or delay' })),
+} satisfies TProperties;
+
+const strict = <T extends TProperties>(props: T) => Type.Object(props, { additionalProperties: false });
+
+const SendTextBody = strict({ ...common, text: Type.String({ minLength: 1, maxLength: 65536 }) });
+
+const mediaFields = {
+  url: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'https:// URL the service downloads the file from' })),
+  base64: Type.Optional(Type.String({ minLength: 1, description: 'The file, base64 (a data: URL works too)' })),
+  mimetype: Type.Optional(Type.String({ minLength: 3, maxLength: 255, description: 'Detected from the bytes when absent' })),
+  filename: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  caption: Type.Optional(Type.String({ maxLength: 4096 })),
+} satisfies TProperties;
+
+const MediaBody = strict({ ...common, ...mediaFields });
+const AudioBody = strict({
+  ...common,
+  ...mediaFields,
+  ptt: Type.Optional(Type.Boolean({ description: 'true: send as a voice note (push-to-talk)' })),
+});
+const LocationBody = strict({
+  ...common,
+  latitude: Type.Number({ minimum: -90, maximum: 90 }),
+  longitude: Type.Number({ minimum: -180, maximum: 180 }),
+  name: Type.Optional(Type.String({ maxLength: 1000 })),
+  address: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+const ContactBody = strict({
+  ...common,
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  phoneNumber: Type.String({ minLength: 1, maxLength: 32, description: 'International format, e.g. +15550101' }),
+});
+const ReactBody = strict({
+  chatId: common.chatId,
+  messageId: Type.String({ minLength: 1 }),
+  emoji: Type.String({ maxLength: 32, description: 'One emoji; "" removes your reaction' }),
+});
+const EditBody = strict({ chatId: Type.String({ minLength: 1 }), text: Type.String({ minLength: 1, maxLength: 65536 }) });
+const EditParams = Type.Object({ id: Type.String(), messageId: Type.String() });
+
+/** Body limit of a media route: the file as base64 plus room for the other fields. */
+const bodyLimitFor = (kind: MediaKind) => Math.ceil((MEDIA_LIMITS[kind] * 4) / 3) + 64 * 1024;
+
+const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
 export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+  const created = { params: ConnectionParams, response: { 201: MessageSchema } };
+
+  api.post('/connections/:id/send', { schema: { ...created, body: SendTextBody } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'text' }));
+  });
+
+  for (const kind of ['image', 'video', 'document'] as const) {
+    api.post(
+      `/connections/:id/send-${kind}`,
+      { bodyLimit: bodyLimitFor(kind), schema: { ...created, body: MediaBody } },
+      async (request, reply) => {
+        const c = ownedConnection(store, request.user, request.params.id);
+        return reply.code(201).send(await engine.send(c.id, { ...request.body, type: kind }));
+      },
+    );
+  }
+
   api.post(
-    '/connections/:id/send',
-    { schema: { params: ConnectionParams, body: SendTextBody, response: { 201: MessageSchema } } },
+    '/connections/:id/send-audio',
+    { bodyLimit: bodyLimitFor('audio'), schema: { ...created, body: AudioBody } },
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const message = await engine.sendText(c.id, request.body);
-      return reply.code(201).send(message);
+      return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'audio' }));
+    },
+  );
+
+  api.post('/connections/:id/send-location', { schema: { ...created, body: LocationBody } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'location' }));
+  });
+
+  api.post('/connections/:id/send-contact', { schema: { ...created, body: ContactBody } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'contact' }));
+  });
+
+  api.post('/connections/:id/react', { schema: { ...created, body: ReactBody } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    const { emoji } = request.body;
+    if (emoji !== '' && ([...segmenter.segment(emoji)].length !== 1 || !/\p{Extended_Pictographic}|\p{Regional_Indicator}/u.test(emoji))) {
+      throw badRequest('body/emoji must be a single emoji, or "" to remove your reaction');
+    }
+    return reply.code(201).send(await engine.react(c.id, request.body));
+  });
+
+  api.put(
+    '/connections/:id/messages/:messageId',
+    { schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      return engine.editMessage(c.id, request.params.messageId, request.body);
     },
   );
 };

@@ -1,0 +1,183 @@
+/**
+ * `npm run bench -- webhooks [--events N] [--rate R] [--seconds S] [--skip-e2e]`
+ *
+ * (a) Dispatcher capacity: events appended straight to the log (outbox rows in the same transactions, 500 per
+ *     transaction) for 1 and for 10 webhooks, then the dispatcher drains them to a loopback consumer; reports
+ *     sustained deliveries/s (first claim to last receipt). Target ≥ 3,000/s.
+ * (b) End to end: `switchboard serve --sandbox` as a child process, a paired connection, a webhook to a loopback
+ *     consumer; a sandbox contact sends R msg/s for S s; latency = consumer receipt − the event's log timestamp
+ *     (the engine's commit). Target p99 < 50 ms.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { openStore } from '../service/db/store.ts';
+import { WebhookDispatcher } from '../service/webhooks/dispatcher.ts';
+import { generateSigningSecret } from '../service/webhooks/signing.ts';
+import { UrlPolicy } from '../service/webhooks/url-policy.ts';
+import { runCli, startServe } from '../test/helpers/service-process.ts';
+import { startConsumer } from '../test/integration/webhooks-consumer.ts';
+import type { BenchResult } from './index.ts';
+
+function arg(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function capacity(webhooks: number, totalDeliveries: number) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
+  const store = openStore(dir);
+  let received = 0;
+  let done: () => void = () => undefined;
+  const finished = new Promise<void>((r) => (done = r));
+  const consumer = await startConsumer({ record: false, onReceive: () => ++received === totalDeliveries && done() });
+  try {
+    const user = store.users.ensure('bench');
+    const conn = store.connections.insert({ id: crypto.randomUUID(), userId: user.id, name: null, workerId: 'bench' });
+    for (let i = 0; i < webhooks; i++) {
+      store.webhooks.insert({ id: crypto.randomUUID(), userId: user.id, connectionId: conn.id, url: consumer.url(`/h${i}`), events: ['message'], secret: generateSigningSecret(), active: true });
+    }
+    const events = Math.ceil(totalDeliveries / webhooks);
+    const appendStart = performance.now();
+    for (let done = 0; done < events; ) {
+      const n = Math.min(500, events - done);
+      store.tx(() => {
+        for (let i = 0; i < n; i++) store.appendEvent(user.id, conn.id, 'message', { id: `m${done + i}`, from: '15550101@s.whatsapp.net', body: `bench ${done + i}`, timestamp: 0, hasMedia: false });
+      });
+      done += n;
+    }
+    const appendMs = performance.now() - appendStart;
+    const dispatcher = new WebhookDispatcher({
+      store,
+      logger: pino({ level: 'warn' }),
+      policy: new UrlPolicy({ allowLan: true }),
+    });
+    const t0 = performance.now();
+    dispatcher.start();
+    await Promise.race([finished, new Promise((r) => setTimeout(r, 60_000))]);
+    const ms = performance.now() - t0;
+    await dispatcher.close();
+    const open = store.deliveries.countOpen();
+    return { webhooks, events, deliveries: received, appendPerSec: Math.round((events / appendMs) * 1000), ms: Math.round(ms), perSec: Math.round((received / ms) * 1000), stillOpen: open };
+  } finally {
+    await consumer.close();
+    store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function endToEnd(rate: number, seconds: number) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-e2e-'));
+  const receipts = new Map<string, number>();
+  const consumer = await startConsumer({ record: false, onReceive: (r) => receipts.has(r.id) || receipts.set(r.id, Date.now()) });
+  const service = await startServe(['--sandbox', '--allow-lan-webhooks', '--typing-delay-ms', '0', '--port', '0', '--data-dir', dir, '--log-level', 'warn']);
+  try {
+    const token = (await runCli(['token', 'create', '--user', 'bench', '--data-dir', dir])).stdout.trim();
+    const api = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${service.apiUrl}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const c = await api('POST', '/connections', {});
+    let qr: string | undefined;
+    for (let i = 0; i < 200 && !qr; i++) {
+      const r = await api('GET', `/connections/${c.body.id}/qr?format=text`);
+      if (r.status === 200) qr = r.body.value;
+      else await new Promise((res) => setTimeout(res, 100));
+    }
+    await fetch(`${service.sandboxUrl}/accounts/%2B15550100/scan`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ qr }) });
+    for (let i = 0; i < 300 && (await api('GET', `/connections/${c.body.id}`)).body.status !== 'online'; i++) await new Promise((res) => setTimeout(res, 100));
+    await new Promise((res) => setTimeout(res, 1000)); // let the initial sync settle
+    const hook = await api('POST', `/connections/${c.body.id}/webhooks`, { url: consumer.url('/e2e'), events: ['message'] });
+    consumer.secret('/e2e', hook.body.signingSecret);
+    const startSeq = (await api('GET', '/events?limit=1')).body.lastSeq as number;
+
+    const total = rate * seconds;
+    const t0 = performance.now();
+    const sends: Array<Promise<unknown>> = [];
+    let accepted = 0;
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((res) => setTimeout(res, wait));
+      sends.push(
+        fetch(`${service.sandboxUrl}/accounts/%2B15550101/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ to: '+15550100', text: `bench ${i}` }) })
+          .then((r) => r.status === 201 && accepted++)
+          .catch(() => undefined),
+      );
+    }
+    await Promise.all(sends);
+    const sendSecs = (performance.now() - t0) / 1000;
+    // Wait for the log to hold them and the consumer to have them all.
+    const deadline = Date.now() + 30_000;
+    let events: Array<{ seq: number; event: string; timestamp: string }> = [];
+    while (Date.now() < deadline) {
+      events = [];
+      for (let after = startSeq; ; ) {
+        const page = (await api('GET', `/events?after=${after}&limit=1000&events=message`)).body;
+        events.push(...page.events);
+        if (page.events.length < 1000) break;
+        after = page.nextAfter;
+      }
+      const userId = c.body.userId.replace(/-/g, '');
+      if (events.length >= accepted && events.every((e) => receipts.has(`msg_${userId}_${e.seq}`))) break;
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    const userId = c.body.userId.replace(/-/g, '');
+    const lat = events
+      .map((e) => (receipts.get(`msg_${userId}_${e.seq}`) ?? NaN) - Date.parse(e.timestamp))
+      .filter((x) => !Number.isNaN(x))
+      .sort((a, b) => a - b);
+    return {
+      rateTarget: rate,
+      rateAchieved: Math.round(accepted / sendSecs),
+      sent: accepted,
+      logged: events.length,
+      delivered: lat.length,
+      p50: percentile(lat, 50),
+      p90: percentile(lat, 90),
+      p99: percentile(lat, 99),
+      max: lat.at(-1) ?? NaN,
+    };
+  } finally {
+    await service.stop('SIGTERM');
+    await consumer.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(args: string[]): Promise<BenchResult> {
+  const deliveries = arg(args, 'events', 20_000);
+  const cap1 = await capacity(1, deliveries);
+  const cap10 = await capacity(10, deliveries);
+  const e2e = args.includes('--skip-e2e') ? undefined : await endToEnd(arg(args, 'rate', 500), arg(args, 'seconds', 5));
+  const lines = [
+    '### Webhooks',
+    '',
+    '| case | webhooks | deliveries | time | deliveries/s | target |',
+    '|---|---:|---:|---:|---:|---|',
+    `| dispatcher capacity | 1 | ${cap1.deliveries} | ${cap1.ms} ms | **${cap1.perSec}** | ≥ 3,000/s |`,
+    `| dispatcher capacity | 10 | ${cap10.deliveries} | ${cap10.ms} ms | **${cap10.perSec}** | ≥ 3,000/s |`,
+    '',
+    `Appending events with outbox rows (500 per transaction): ${cap1.appendPerSec} events/s (1 webhook), ${cap10.appendPerSec} events/s (10 webhooks).`,
+  ];
+  if (e2e) {
+    lines.push(
+      '',
+      '| end to end (sandbox → engine → log → webhook) | sent | rate achieved | delivered | p50 | p90 | p99 | max | target |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+      `| ${e2e.rateTarget} msg/s target | ${e2e.sent} | ${e2e.rateAchieved} msg/s | ${e2e.delivered}/${e2e.logged} | ${e2e.p50} ms | ${e2e.p90} ms | **${e2e.p99} ms** | ${e2e.max} ms | p99 < 50 ms |`,
+    );
+  }
+  return { name: 'webhooks', markdown: lines.join('\n'), data: { capacity: [cap1, cap10], endToEnd: e2e } };
+}

@@ -1,0 +1,172 @@
+/**
+ * Electron main: a thin shell around the service. Single instance; starts the service (`startService`) before
+ * any window; creates or reads the operator token (OS keychain via SecretStore); opens one hardened window on
+ * the console the service serves at `http://127.0.0.1:PORT/`; closing the window hides it (sessions stay
+ * online) and only the tray's or the menu's Quit stops the service. Updates through electron-updater (generic
+ * provider, packaged builds only). Settings come from the same env variables as `switchboard serve`
+ * (SWITCHBOARD_SANDBOX=1, SWITCHBOARD_DATA_DIR, …); the port defaults to 0 (a free one).
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { app, BrowserWindow, ipcMain, Menu, nativeImage, session, shell, Tray, type IpcMainInvokeEvent } from 'electron';
+import { resolveServiceConfig } from '../service/config/service-config.ts';
+import { openStore } from '../service/db/store.ts';
+import { startService, type RunningService } from '../service/index.ts';
+import { openSecretStore, type SecretStore } from '../service/secrets/secret-store.ts';
+import { VERSION } from '../service/config/version.ts';
+import { ensureOperatorToken, issueToken } from './operator-token.ts';
+import { hardenSession, hardenWebContents, isAllowedExternalUrl } from './security.ts';
+import { startUpdater } from './updater.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const resources = app.isPackaged ? process.resourcesPath : path.resolve(here, '../..');
+
+let service: RunningService | undefined;
+let win: BrowserWindow | undefined;
+let tray: Tray | undefined;
+let quitting = false;
+let desktopConfig: { apiUrl: string; token: string; sandbox: boolean; version: string; secretsDegraded: boolean } | undefined;
+
+if (!app.requestSingleInstanceLock()) {
+  app.quit();
+} else {
+  app.on('second-instance', () => showWindow());
+  app.on('window-all-closed', () => {
+    /* keep running in the background: sessions stay online */
+  });
+  app.on('before-quit', () => {
+    quitting = true;
+  });
+  app.on('will-quit', (e) => {
+    if (!service) return;
+    e.preventDefault();
+    const s = service;
+    service = undefined;
+    void s.close().finally(() => app.quit());
+  });
+  app.on('activate', () => showWindow());
+  app.on('web-contents-created', (_e, contents) => hardenWebContents(contents, () => serviceOrigin()));
+  void app.whenReady().then(boot).catch((err: unknown) => {
+    console.error('Switchboard could not start:', err);
+    app.exit(1);
+  });
+}
+
+function serviceOrigin(): string | undefined {
+  return desktopConfig ? new URL(desktopConfig.apiUrl).origin : undefined;
+}
+
+async function boot(): Promise<void> {
+  const config = resolveServiceConfig({ port: process.env.SWITCHBOARD_PORT ?? '0' });
+  const secrets: SecretStore = await openSecretStore({
+    dataDir: config.dataDir,
+    onDegraded: (reason) => console.warn(`[secrets] degraded: ${reason}`),
+  });
+  service = await startService(config);
+  const token = await ensureOperatorToken({
+    secrets,
+    apiUrl: service.apiUrl,
+    create: async () => {
+      const store = openStore(config.dataDir);
+      try {
+        return store.tx(() => issueToken(store.tokens, store.users.ensure('operator').id, 'desktop').token);
+      } finally {
+        store.close();
+      }
+    },
+  });
+  desktopConfig = { apiUrl: service.apiUrl, token, sandbox: config.sandbox, version: VERSION, secretsDegraded: secrets.degraded };
+
+  hardenSession(session.defaultSession);
+  registerIpc();
+  createTray();
+  showWindow();
+  if (app.isPackaged) startUpdater();
+}
+
+/** IPC handlers check that the sender is our console's main frame, then do exactly one thing. */
+function registerIpc(): void {
+  const trusted = (e: IpcMainInvokeEvent) => {
+    const origin = serviceOrigin();
+    const url = e.senderFrame?.url;
+    if (!origin || !url || new URL(url).origin !== origin || e.sender !== win?.webContents) throw new Error('untrusted sender');
+  };
+  ipcMain.handle('switchboard:get-config', (e) => {
+    trusted(e);
+    return desktopConfig;
+  });
+  ipcMain.handle('switchboard:open-external', async (e, url: unknown) => {
+    trusted(e);
+    if (typeof url !== 'string' || !isAllowedExternalUrl(url)) throw new Error('only https: links can be opened');
+    await shell.openExternal(url);
+  });
+  ipcMain.handle('switchboard:hide-window', (e) => {
+    trusted(e);
+    win?.hide();
+  });
+  ipcMain.handle('switchboard:quit', (e) => {
+    trusted(e);
+    app.quit();
+  });
+}
+
+function showWindow(): void {
+  if (!desktopConfig) return;
+  if (win) {
+    if (win.isMinimized()) win.restore();
+    win.show();
+    win.focus();
+    return;
+  }
+  win = new BrowserWindow({
+    width: 1280,
+    height: 820,
+    minWidth: 900,
+    minHeight: 600,
+    title: 'Switchboard',
+    icon: path.join(resources, 'resources/icon.png'),
+    show: false,
+    webPreferences: {
+      preload: path.join(here, '../preload/index.cjs'),
+      contextIsolation: true,
+      sandbox: true,
+      nodeIntegration: false,
+      nodeIntegrationInWorker: false,
+      webSecurity: true,
+      allowRunningInsecureContent: false,
+      webviewTag: false,
+      spellcheck: false,
+    },
+  });
+  win.once('ready-to-show', () => win?.show());
+  win.on('close', (e) => {
+    if (!quitting) {
+      e.preventDefault();
+      win?.hide();
+    }
+  });
+  win.on('closed', () => {
+    win = undefined;
+  });
+  void win.loadURL(`${serviceOrigin()}/`);
+}
+
+function createTray(): void {
+  const icon = nativeImage.createFromPath(path.join(resources, 'resources/icon.png')).resize({ width: 18, height: 18 });
+  tray = new Tray(icon);
+  tray.setToolTip(desktopConfig?.sandbox ? 'Switchboard (sandbox)' : 'Switchboard');
+  const menu = Menu.buildFromTemplate([
+    { label: 'Open console', click: () => showWindow() },
+    { type: 'separator' },
+    { label: 'Quit Switchboard', click: () => app.quit() },
+  ]);
+  tray.setContextMenu(menu);
+  tray.on('click', () => showWindow());
+  Menu.setApplicationMenu(
+    Menu.buildFromTemplate([
+      { label: 'Switchboard', submenu: [{ label: 'Hide window', accelerator: 'CmdOrCtrl+W', click: () => win?.hide() }, { type: 'separator' }, { label: 'Quit', accelerator: 'CmdOrCtrl+Q', click: () => app.quit() }] },
+      { role: 'editMenu' },
+      { role: 'viewMenu' },
+    ]),
+  );
+}

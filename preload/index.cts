@@ -1,0 +1,16 @@
+/**
+ * The one bridge object the console sees in the desktop app (`window.switchboardDesktop`): the service's base
+ * URL and the operator token (from the main process, which keeps it in the OS keychain), plus a few explicit
+ * actions. No ipcRenderer or Node API is exposed. CommonJS because sandboxed preloads cannot be ES modules.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- CommonJS import syntax under verbatimModuleSyntax
+import electron = require('electron');
+
+const { contextBridge, ipcRenderer } = electron;
+
+contextBridge.exposeInMainWorld('switchboardDesktop', {
+  getConfig: () => ipcRenderer.invoke('switchboard:get-config'),
+  openExternal: (url: string) => ipcRenderer.invoke('switchboard:open-external', String(url)),
+  hideWindow: () => ipcRenderer.invoke('switchboard:hide-window'),
+  quit: () => ipcRenderer.invoke('switchboard:quit'),
+});

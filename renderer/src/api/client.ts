@@ -1,0 +1,207 @@
+/**
+ * The console's one API client: every REST call of the local API (README "The API", interface-spec §4) as a
+ * typed method, the Bearer header, the error shape, and authenticated media downloads (blob URLs).
+ */
+import type {
+  ApiErrorBody,
+  ApiToken,
+  BillingStatus,
+  Chat,
+  Connection,
+  CreatedToken,
+  EventFrame,
+  Health,
+  Message,
+  MessagePage,
+  Profile,
+  SlotChange,
+  Webhook,
+  WebhookDelivery,
+} from './types.ts';
+
+/** An HTTP error of the API, with its status and message (`{ message, statusCode, error }`). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+  /** The route does not exist (yet) on this service. */
+  get notAvailable(): boolean {
+    return this.status === 404 && /^Route .* not found$/.test(this.message);
+  }
+}
+
+export type SendKind = 'image' | 'document' | 'video' | 'audio';
+
+export interface ApiClientOptions {
+  /** e.g. `http://127.0.0.1:7575/api` */
+  baseUrl: string;
+  token: string;
+  fetch?: typeof fetch;
+}
+
+const enc = encodeURIComponent;
+
+export class ApiClient {
+  readonly baseUrl: string;
+  readonly token: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(opts: ApiClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/$/, '');
+    this.token = opts.token;
+    this.fetchImpl = opts.fetch ?? ((...args) => globalThis.fetch(...args));
+  }
+
+  /** WebSocket URL of the event stream, resuming after `after` when given. */
+  wsUrl(after?: number): string {
+    const u = new URL(`${this.baseUrl}/ws`, globalThis.location?.href);
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    u.searchParams.set('token', this.token);
+    if (after !== undefined) u.searchParams.set('after', String(after));
+    return u.toString();
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.token}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new ApiError(0, `The service is unreachable (${(err as Error).message})`);
+    }
+    const text = await res.text();
+    let data: unknown = undefined;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = text;
+      }
+    }
+    if (!res.ok) {
+      const b = data as Partial<ApiErrorBody> | undefined;
+      const retry = Number(res.headers.get('retry-after'));
+      throw new ApiError(res.status, b?.message ?? `${res.status} ${res.statusText}`, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+    }
+    return data as T;
+  }
+
+  // Health (no auth needed, the header does no harm)
+  health = () => this.request<Health>('GET', '/');
+
+  // Connections
+  listConnections = () => this.request<Connection[]>('GET', '/connections');
+  getConnection = (id: string) => this.request<Connection>('GET', `/connections/${enc(id)}`);
+  createConnection = (name?: string) => this.request<Connection>('POST', '/connections', name ? { name } : {});
+  getOrCreateConnection = (name?: string) =>
+    this.request<Connection>('POST', '/connections/get-or-create', name ? { name } : {});
+  renameConnection = (id: string, name: string | null) => this.request<Connection>('PATCH', `/connections/${enc(id)}`, { name });
+  restartConnection = (id: string) => this.request<Connection>('POST', `/connections/${enc(id)}/restart`);
+  deleteConnection = (id: string) => this.request<{ success: true }>('DELETE', `/connections/${enc(id)}`);
+  qr = (id: string) => this.request<{ value: string }>('GET', `/connections/${enc(id)}/qr`);
+  me = (id: string) => this.request<Profile>('GET', `/connections/${enc(id)}/me`);
+
+  // Chats and messages
+  chats = (id: string, opts: { limit?: number; offset?: number; unreadOnly?: boolean } = {}) => {
+    const q = new URLSearchParams();
+    if (opts.limit) q.set('limit', String(opts.limit));
+    if (opts.offset) q.set('offset', String(opts.offset));
+    if (opts.unreadOnly) q.set('unread_only', 'true');
+    const qs = q.toString();
+    return this.request<Chat[]>('GET', `/connections/${enc(id)}/chats${qs ? `?${qs}` : ''}`);
+  };
+  messages = (id: string, chatId: string, opts: { limit?: number; before?: string | null } = {}) => {
+    const q = new URLSearchParams();
+    if (opts.limit) q.set('limit', String(opts.limit));
+    if (opts.before) q.set('before', opts.before);
+    const qs = q.toString();
+    return this.request<MessagePage>('GET', `/connections/${enc(id)}/chats/${enc(chatId)}/messages${qs ? `?${qs}` : ''}`);
+  };
+  message = (id: string, messageId: string, chatId: string) =>
+    this.request<Message>('GET', `/connections/${enc(id)}/messages/${enc(messageId)}?chatId=${enc(chatId)}`);
+
+  // Sending
+  sendText = (id: string, body: { chatId: string; text: string; replyTo?: string; skipPresence?: boolean }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/send`, body);
+  /** Body: `{ chatId, url | base64, mimetype?, filename?, caption?, replyTo?, skipPresence? }` (+ `ptt` for audio). */
+  sendMedia = (id: string, kind: SendKind, body: { chatId: string; base64?: string; url?: string; mimetype?: string; filename?: string; caption?: string; replyTo?: string; skipPresence?: boolean }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/send-${kind}`, body);
+  sendLocation = (id: string, body: { chatId: string; latitude: number; longitude: number; name?: string; address?: string; skipPresence?: boolean }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/send-location`, body);
+  sendContact = (id: string, body: { chatId: string; name: string; phoneNumber: string; skipPresence?: boolean }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/send-contact`, body);
+  react = (id: string, body: { chatId: string; messageId: string; emoji: string }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/react`, body);
+  editMessage = (id: string, messageId: string, body: { chatId: string; text: string }) =>
+    this.request<Message>('PUT', `/connections/${enc(id)}/messages/${enc(messageId)}`, body);
+  markRead = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/mark-read`, { chatId });
+  typing = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/typing`, { chatId });
+  typingStop = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/typing/stop`, { chatId });
+
+  // Webhooks
+  webhooks = (cid: string) => this.request<Webhook[]>('GET', `/connections/${enc(cid)}/webhooks`);
+  createWebhook = (cid: string, body: { url: string; events: string[] }) =>
+    this.request<Webhook>('POST', `/connections/${enc(cid)}/webhooks`, body);
+  updateWebhook = (id: string, body: { url?: string; events?: string[]; active?: boolean }) =>
+    this.request<Webhook>('PUT', `/webhooks/${enc(id)}`, body);
+  deleteWebhook = (id: string) => this.request<{ success: true }>('DELETE', `/webhooks/${enc(id)}`);
+  webhookLogs = (id: string) => this.request<WebhookDelivery[]>('GET', `/webhooks/${enc(id)}/logs`);
+  testWebhook = (id: string) => this.request<unknown>('POST', `/webhooks/${enc(id)}/test`);
+  retryDelivery = (id: string, deliveryId: string) =>
+    this.request<unknown>('POST', `/webhooks/${enc(id)}/deliveries/${enc(deliveryId)}/retry`);
+
+  // Tokens
+  tokens = () => this.request<ApiToken[]>('GET', '/tokens');
+  createToken = (name: string) => this.request<CreatedToken>('POST', '/tokens', { name });
+  revokeToken = (id: string) => this.request<unknown>('DELETE', `/tokens/${enc(id)}`);
+
+  // Billing
+  billingStatus = () => this.request<BillingStatus>('GET', '/billing/status');
+  canCreate = () => this.request<{ allowed?: boolean; canCreate?: boolean; reason?: string }>('GET', '/billing/can-create');
+  setSlots = (quantity: number) => this.request<SlotChange>('PUT', '/billing/slots', { quantity });
+  checkout = () => this.request<{ url: string }>('POST', '/billing/checkout');
+  portal = () => this.request<{ url: string }>('POST', '/billing/portal');
+
+  // Event log
+  events = (after?: number) =>
+    this.request<EventFrame[] | { events: EventFrame[] }>('GET', `/events${after !== undefined ? `?after=${after}` : ''}`).then((r) =>
+      Array.isArray(r) ? r : r.events,
+    );
+
+  /**
+   * Downloads media through the proxy with the Authorization header and returns a blob: URL (revoke it when done).
+   * `url` is a Message's `media.url`: absolute, or relative to the API or the origin.
+   */
+  async mediaBlobUrl(url: string): Promise<string> {
+    const abs = this.resolveMediaUrl(url);
+    const res = await this.fetchImpl(abs, { headers: { authorization: `Bearer ${this.token}` } });
+    if (!res.ok) throw new ApiError(res.status, res.status === 404 ? 'Media is no longer available' : `Media failed (${res.status})`);
+    return URL.createObjectURL(await res.blob());
+  }
+
+  resolveMediaUrl(url: string): string {
+    if (/^https?:/.test(url)) return url;
+    if (url.startsWith('/api/')) return new URL(url, this.baseUrl).toString();
+    if (url.startsWith('/')) return `${this.baseUrl}${url}`;
+    return `${this.baseUrl}/${url}`;
+  }
+}
+
+/** A short human message for any error thrown by the client. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof ApiError) {
+    if (err.notAvailable) return 'This feature is not available on this service version yet.';
+    return err.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

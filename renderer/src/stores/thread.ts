@@ -1,0 +1,168 @@
+/**
+ * The open chat's messages, oldest first, paged backwards with `nextBefore`; `historyStartsAt` once the end of
+ * the synced history is reached. Live messages, acks, reactions and edits are merged in by id.
+ */
+import { create } from 'zustand';
+import type { ApiClient } from '../api/client.ts';
+import { errorMessage } from '../api/client.ts';
+import type { Message } from '../api/types.ts';
+
+export const PAGE_SIZE = 30;
+
+interface ThreadState {
+  connectionId: string | null;
+  chatId: string | null;
+  messages: Message[];
+  nextBefore: string | null;
+  historyStartsAt: number | null;
+  /** No older page left: the marker is shown. */
+  reachedStart: boolean;
+  loading: boolean;
+  loadingOlder: boolean;
+  error: string | null;
+  replyTo: Message | null;
+  editing: Message | null;
+  typing: boolean;
+  openChat(client: ApiClient, connectionId: string, chatId: string): Promise<void>;
+  close(): void;
+  loadOlder(client: ApiClient): Promise<void>;
+  /** Adds or replaces a message (live event or send result). */
+  upsert(m: Message): void;
+  applyAck(id: string, ack: number): void;
+  /** One sender's reaction ("" removes it). */
+  applyReaction(messageId: string, senderJid: string, emoji: string): void;
+  applyEdit(messageId: string, text: string): void;
+  setReplyTo(m: Message | null): void;
+  setEditing(m: Message | null): void;
+  setTyping(on: boolean): void;
+}
+
+function sortAsc(list: Message[]): Message[] {
+  return list.slice().sort((a, b) => a.timestamp - b.timestamp);
+}
+
+export const useThread = create<ThreadState>((set, get) => ({
+  connectionId: null,
+  chatId: null,
+  messages: [],
+  nextBefore: null,
+  historyStartsAt: null,
+  reachedStart: false,
+  loading: false,
+  loadingOlder: false,
+  error: null,
+  replyTo: null,
+  editing: null,
+  typing: false,
+
+  async openChat(client, connectionId, chatId) {
+    set({
+      connectionId,
+      chatId,
+      messages: [],
+      nextBefore: null,
+      historyStartsAt: null,
+      reachedStart: false,
+      loading: true,
+      error: null,
+      replyTo: null,
+      editing: null,
+      typing: false,
+    });
+    try {
+      const page = await client.messages(connectionId, chatId, { limit: PAGE_SIZE });
+      if (get().chatId !== chatId || get().connectionId !== connectionId) return;
+      const known = new Map(get().messages.map((m) => [m.id, m])); // live messages that arrived meanwhile
+      for (const m of [...page.messages].reverse()) known.set(m.id, m);
+      set({
+        messages: sortAsc([...known.values()]),
+        nextBefore: page.nextBefore,
+        historyStartsAt: page.historyStartsAt,
+        reachedStart: page.nextBefore === null,
+        loading: false,
+      });
+    } catch (err) {
+      set({ loading: false, error: errorMessage(err) });
+    }
+  },
+
+  close() {
+    set({ connectionId: null, chatId: null, messages: [], nextBefore: null, historyStartsAt: null, reachedStart: false, replyTo: null, editing: null });
+  },
+
+  async loadOlder(client) {
+    const { connectionId, chatId, nextBefore, loadingOlder } = get();
+    if (!connectionId || !chatId || !nextBefore || loadingOlder) return;
+    set({ loadingOlder: true });
+    try {
+      const page = await client.messages(connectionId, chatId, { limit: PAGE_SIZE, before: nextBefore });
+      if (get().chatId !== chatId) return;
+      const ids = new Set(get().messages.map((m) => m.id));
+      const older = [...page.messages].reverse().filter((m) => !ids.has(m.id));
+      set((s) => ({
+        messages: sortAsc([...older, ...s.messages]),
+        nextBefore: page.nextBefore,
+        historyStartsAt: page.historyStartsAt,
+        reachedStart: page.nextBefore === null,
+        loadingOlder: false,
+      }));
+    } catch (err) {
+      set({ loadingOlder: false, error: errorMessage(err) });
+    }
+  },
+
+  upsert(m) {
+    if (m.chatId !== get().chatId) return;
+    set((s) => {
+      const i = s.messages.findIndex((x) => x.id === m.id);
+      if (i === -1) return { messages: sortAsc([...s.messages, m]) };
+      const messages = s.messages.slice();
+      const prev = messages[i]!;
+      messages[i] = { ...prev, ...m, reactions: m.reactions ?? prev.reactions, ack: Math.max(prev.ack ?? 0, m.ack ?? 0) || m.ack };
+      return { messages };
+    });
+  },
+
+  applyAck(id, ack) {
+    set((s) => ({ messages: s.messages.map((m) => (m.id === id && (m.ack ?? 0) < ack ? { ...m, ack } : m)) }));
+  },
+
+  applyReaction(messageId, senderJid, emoji) {
+    set((s) => ({
+      messages: s.messages.map((m) => {
+        if (m.id !== messageId) return m;
+        const reactions = (m.reactions ?? []).filter((r) => r.senderJid !== senderJid);
+        if (emoji) reactions.push({ senderJid, emoji, timestamp: Math.floor(Date.now() / 1000) });
+        return { ...m, reactions };
+      }),
+    }));
+  },
+
+  applyEdit(messageId, text) {
+    set((s) => ({ messages: s.messages.map((m) => (m.id === messageId ? { ...m, text, edited: true } : m)) }));
+  },
+
+  setReplyTo(m) {
+    set({ replyTo: m, editing: null });
+  },
+  setEditing(m) {
+    set({ editing: m, replyTo: null });
+  },
+  setTyping(on) {
+    set({ typing: on });
+  },
+}));
+
+/** Reactions grouped for display: emoji → count, in first-seen order. */
+export function groupReactions(m: Message): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const r of m.reactions ?? []) if (r.emoji) counts.set(r.emoji, (counts.get(r.emoji) ?? 0) + 1);
+  return [...counts];
+}
+
+/** Own text messages can be edited for about 15 minutes after sending (interface-spec §4.3 rule 4). */
+export const EDIT_WINDOW_SECONDS = 15 * 60;
+
+export function canEdit(m: Message, nowMs: number = Date.now()): boolean {
+  return m.fromMe && m.type === 'text' && nowMs / 1000 - m.timestamp < EDIT_WINDOW_SECONDS;
+}

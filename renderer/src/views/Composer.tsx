@@ -1,0 +1,284 @@
+/**
+ * Writing to a chat: text (Enter sends, Shift+Enter breaks the line), replies, edits of own recent texts,
+ * attachments (image / video / audio / document by type), location and contact cards; "send without presence"
+ * skips the read receipt, typing indicator and delay. While typing it shows "typing…" to the contact.
+ */
+import { ActionIcon, Button, Checkbox, CloseButton, FileButton, Group, Menu, Modal, NumberInput, Paper, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { IconAddressBook, IconMapPin, IconPaperclip, IconPlus, IconSend } from '@tabler/icons-react';
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { errorMessage, type SendKind } from '../api/client.ts';
+import { canEdit, useThread } from '../stores/thread.ts';
+import { useChats } from '../stores/chats.ts';
+import { useClient } from '../stores/session.ts';
+
+const TYPING_REFRESH_MS = 4000;
+const TYPING_IDLE_MS = 3000;
+
+export function kindForFile(mimetype: string): SendKind {
+  if (mimetype.startsWith('image/')) return 'image';
+  if (mimetype.startsWith('video/')) return 'video';
+  if (mimetype.startsWith('audio/')) return 'audio';
+  return 'document';
+}
+
+function readBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+    r.onerror = () => reject(r.error ?? new Error('could not read the file'));
+    r.readAsDataURL(file);
+  });
+}
+
+export function Composer({ connectionId, chatId, disabled }: { connectionId: string; chatId: string; disabled: boolean }) {
+  const client = useClient();
+  const { replyTo, editing, setReplyTo, setEditing, upsert, applyEdit } = useThread();
+  const applyMessage = useChats((s) => s.applyMessage);
+  const [text, setText] = useState('');
+  const [skipPresence, setSkipPresence] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [sheet, setSheet] = useState<'location' | 'contact' | null>(null);
+  const typingSentAt = useRef(0);
+  const idleTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const input = useRef<HTMLTextAreaElement>(null);
+
+  useEffect(() => {
+    if (editing) setText(editing.text);
+    input.current?.focus();
+  }, [editing, replyTo]);
+
+  const stopTyping = () => {
+    if (idleTimer.current) clearTimeout(idleTimer.current);
+    idleTimer.current = undefined;
+    if (typingSentAt.current) {
+      typingSentAt.current = 0;
+      void client.typingStop(connectionId, chatId).catch(() => undefined);
+    }
+  };
+  useEffect(() => stopTyping, [chatId]);
+
+  const onType = (value: string) => {
+    setText(value);
+    if (disabled || skipPresence || editing) return;
+    const now = Date.now();
+    if (value && now - typingSentAt.current > TYPING_REFRESH_MS) {
+      typingSentAt.current = now;
+      void client.typing(connectionId, chatId).catch(() => undefined);
+    }
+    if (idleTimer.current) clearTimeout(idleTimer.current);
+    idleTimer.current = setTimeout(stopTyping, TYPING_IDLE_MS);
+  };
+
+  const sent = (m: Awaited<ReturnType<typeof client.sendText>>) => {
+    upsert(m);
+    applyMessage(connectionId, { chatId: m.chatId, text: m.text || `[${m.type}]`, timestamp: m.timestamp, fromMe: true });
+  };
+
+  const run = async (what: string, fn: () => Promise<void>) => {
+    setBusy(true);
+    try {
+      await fn();
+    } catch (err) {
+      notifications.show({ color: 'red', title: `${what} failed`, message: errorMessage(err) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const submit = (e?: FormEvent) => {
+    e?.preventDefault();
+    const body = text.trim();
+    if (!body || busy) return;
+    stopTyping();
+    if (editing) {
+      if (!canEdit(editing)) {
+        notifications.show({ color: 'orange', message: 'Messages can only be edited within 15 minutes of sending.' });
+        setEditing(null);
+        return;
+      }
+      const target = editing;
+      void run('Edit', async () => {
+        const m = await client.editMessage(connectionId, target.id, { chatId, text: body });
+        applyEdit(target.id, m?.text ?? body);
+        setEditing(null);
+        setText('');
+      });
+      return;
+    }
+    void run('Send', async () => {
+      const m = await client.sendText(connectionId, { chatId, text: body, ...(replyTo && { replyTo: replyTo.id }), ...(skipPresence && { skipPresence: true }) });
+      sent(m);
+      setReplyTo(null);
+      setText('');
+    });
+  };
+
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      submit();
+    } else if (e.key === 'Escape' && (editing || replyTo)) {
+      setEditing(null);
+      setReplyTo(null);
+      setText('');
+    }
+  };
+
+  const attach = (file: File | null) => {
+    if (!file) return;
+    void run('Upload', async () => {
+      const base64 = await readBase64(file);
+      const kind = kindForFile(file.type || 'application/octet-stream');
+      const m = await client.sendMedia(connectionId, kind, {
+        chatId,
+        base64,
+        filename: file.name,
+        ...(file.type && { mimetype: file.type }),
+        ...(text.trim() && kind !== 'audio' && { caption: text.trim() }),
+        ...(replyTo && { replyTo: replyTo.id }),
+        ...(skipPresence && { skipPresence: true }),
+      });
+      sent(m);
+      setText('');
+      setReplyTo(null);
+    });
+  };
+
+  return (
+    <Paper p="sm" radius={0} style={{ borderTop: '1px solid var(--mantine-color-default-border)' }} component="form" onSubmit={submit}>
+      {(replyTo || editing) && (
+        <Group justify="space-between" mb={6} wrap="nowrap" className="quote" data-testid={editing ? 'editing-banner' : 'reply-banner'}>
+          <Stack gap={0} style={{ minWidth: 0 }}>
+            <Text size="xs" fw={600}>
+              {editing ? 'Editing your message' : `Replying to ${replyTo!.fromMe ? 'yourself' : replyTo!.senderPushName || replyTo!.senderJid}`}
+            </Text>
+            <Text size="xs" truncate>
+              {(editing ?? replyTo)!.text || `[${(editing ?? replyTo)!.type}]`}
+            </Text>
+          </Stack>
+          <CloseButton
+            size="sm"
+            aria-label="Cancel"
+            onClick={() => {
+              setEditing(null);
+              setReplyTo(null);
+              if (editing) setText('');
+            }}
+          />
+        </Group>
+      )}
+      <Group align="flex-end" gap="xs" wrap="nowrap">
+        <Menu position="top-start" withinPortal disabled={disabled || !!editing}>
+          <Menu.Target>
+            <ActionIcon variant="default" size="lg" aria-label="Attach" disabled={disabled || !!editing} data-testid="attach-menu">
+              <IconPlus size={18} />
+            </ActionIcon>
+          </Menu.Target>
+          <Menu.Dropdown>
+            <FileButton onChange={attach} accept="*/*">
+              {(props) => (
+                <Menu.Item {...props} leftSection={<IconPaperclip size={14} />} closeMenuOnClick={false}>
+                  File, photo, video or audio…
+                </Menu.Item>
+              )}
+            </FileButton>
+            <Menu.Item leftSection={<IconMapPin size={14} />} onClick={() => setSheet('location')}>
+              Location
+            </Menu.Item>
+            <Menu.Item leftSection={<IconAddressBook size={14} />} onClick={() => setSheet('contact')}>
+              Contact
+            </Menu.Item>
+          </Menu.Dropdown>
+        </Menu>
+        <Textarea
+          ref={input}
+          style={{ flex: 1 }}
+          autosize
+          minRows={1}
+          maxRows={6}
+          placeholder={disabled ? 'The connection is not online' : editing ? 'Edit message' : 'Write a message'}
+          value={text}
+          onChange={(e) => onType(e.currentTarget.value)}
+          onKeyDown={onKeyDown}
+          disabled={disabled}
+          aria-label="Message"
+          data-testid="composer-input"
+        />
+        <Tooltip label={editing ? 'Save edit' : 'Send'}>
+          <ActionIcon type="submit" size="lg" loading={busy} disabled={disabled || !text.trim()} aria-label={editing ? 'Save edit' : 'Send'} data-testid="send-button">
+            <IconSend size={18} />
+          </ActionIcon>
+        </Tooltip>
+      </Group>
+      <Checkbox
+        mt={6}
+        size="xs"
+        label="Send without presence (no read receipt, typing or delay)"
+        checked={skipPresence}
+        onChange={(e) => setSkipPresence(e.currentTarget.checked)}
+        data-testid="skip-presence"
+      />
+      <LocationSheet
+        opened={sheet === 'location'}
+        onClose={() => setSheet(null)}
+        onSend={(v) =>
+          run('Location', async () => {
+            sent(await client.sendLocation(connectionId, { chatId, ...v, ...(skipPresence && { skipPresence: true }) }));
+            setSheet(null);
+          })
+        }
+      />
+      <ContactSheet
+        opened={sheet === 'contact'}
+        onClose={() => setSheet(null)}
+        onSend={(v) =>
+          run('Contact', async () => {
+            sent(await client.sendContact(connectionId, { chatId, ...v, ...(skipPresence && { skipPresence: true }) }));
+            setSheet(null);
+          })
+        }
+      />
+    </Paper>
+  );
+}
+
+function LocationSheet({ opened, onClose, onSend }: { opened: boolean; onClose: () => void; onSend: (v: { latitude: number; longitude: number; name?: string }) => Promise<void> }) {
+  const [lat, setLat] = useState<number | string>('');
+  const [lng, setLng] = useState<number | string>('');
+  const [name, setName] = useState('');
+  const valid = typeof lat === 'number' && typeof lng === 'number';
+  return (
+    <Modal opened={opened} onClose={onClose} title="Send a location" centered>
+      <Stack>
+        <NumberInput label="Latitude" min={-90} max={90} decimalScale={6} value={lat} onChange={setLat} />
+        <NumberInput label="Longitude" min={-180} max={180} decimalScale={6} value={lng} onChange={setLng} />
+        <TextInput label="Name (optional)" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <Group justify="flex-end">
+          <Button disabled={!valid} onClick={() => valid && void onSend({ latitude: lat, longitude: lng, ...(name && { name }) })}>
+            Send location
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+function ContactSheet({ opened, onClose, onSend }: { opened: boolean; onClose: () => void; onSend: (v: { name: string; phoneNumber: string }) => Promise<void> }) {
+  const [name, setName] = useState('');
+  const [phone, setPhone] = useState('');
+  const valid = name.trim() && /^\+?[0-9 ()-]{5,}$/.test(phone.trim());
+  return (
+    <Modal opened={opened} onClose={onClose} title="Send a contact card" centered>
+      <Stack>
+        <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <TextInput label="Phone number" placeholder="+15550101" value={phone} onChange={(e) => setPhone(e.currentTarget.value)} />
+        <Group justify="flex-end">
+          <Button disabled={!valid} onClick={() => void onSend({ name: name.trim(), phoneNumber: phone.trim() })}>
+            Send contact
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}

@@ -1,0 +1,122 @@
+/** One message: quote, media, text, time + ticks, reactions, and its actions (reply, react, edit). */
+import { ActionIcon, Badge, Group, Menu, Text } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { IconArrowBackUp, IconChecks, IconCheck, IconClock, IconDots, IconMoodSmile, IconPencil } from '@tabler/icons-react';
+import { memo } from 'react';
+import { errorMessage } from '../api/client.ts';
+import type { Message } from '../api/types.ts';
+import { canEdit, groupReactions, useThread } from '../stores/thread.ts';
+import { useClient } from '../stores/session.ts';
+import { MediaView } from './MediaView.tsx';
+
+export const QUICK_REACTIONS = ['👍', '❤️', '😂', '😮', '🙏'];
+
+function Ticks({ ack }: { ack: number | null }) {
+  if (ack === null) return null;
+  if (ack <= 1) return <IconClock size={12} aria-label="pending" />;
+  if (ack === 2) return <IconCheck size={12} aria-label="sent" />;
+  return <IconChecks size={12} aria-label={ack >= 4 ? 'read' : 'delivered'} color={ack >= 4 ? 'var(--mantine-color-blue-6)' : undefined} />;
+}
+
+function MessageBody({ m }: { m: Message }) {
+  if (m.type === 'location') return <Text size="sm">📍 {m.text || 'Location'}</Text>;
+  if (m.type === 'contact') return <Text size="sm">👤 {m.text || 'Contact card'}</Text>;
+  return m.text ? <Text size="sm">{m.text}</Text> : null;
+}
+
+export const MessageBubble = memo(function MessageBubble({ message: m, quoted, connectionId }: { message: Message; quoted: Message | undefined; connectionId: string }) {
+  const client = useClient();
+  const setReplyTo = useThread((s) => s.setReplyTo);
+  const setEditing = useThread((s) => s.setEditing);
+  const upsert = useThread((s) => s.upsert);
+  const editable = canEdit(m);
+  const reactions = groupReactions(m);
+
+  const react = async (emoji: string) => {
+    try {
+      const updated = await client.react(connectionId, { chatId: m.chatId, messageId: m.id, emoji });
+      if (updated?.id === m.id) upsert(updated);
+    } catch (err) {
+      notifications.show({ color: 'red', title: 'Reaction failed', message: errorMessage(err) });
+    }
+  };
+
+  return (
+    <div className={`bubble ${m.fromMe ? 'bubble-out' : 'bubble-in'}`} data-testid="message" data-message-id={m.id} data-from-me={m.fromMe}>
+      {!m.fromMe && m.chatId.endsWith('@g.us') && (
+        <Text size="xs" fw={600} c="teal">
+          {m.senderPushName || m.senderJid}
+        </Text>
+      )}
+      {m.quotedMessageId && (
+        <div className="quote" data-testid="quote">
+          {quoted ? (
+            <>
+              <Text size="xs" fw={600}>
+                {quoted.fromMe ? 'You' : quoted.senderPushName || quoted.senderJid}
+              </Text>
+              <Text size="xs" lineClamp={2}>
+                {quoted.text || `[${quoted.type}]`}
+              </Text>
+            </>
+          ) : (
+            <Text size="xs" fs="italic">
+              Reply to an earlier message
+            </Text>
+          )}
+        </div>
+      )}
+      {m.media && <MediaView media={m.media} type={m.type} />}
+      <MessageBody m={m} />
+      <Group gap={4} justify="flex-end" wrap="nowrap" mt={2}>
+        {(m.edited || m.editedAt != null) && (
+          <Text size="xs" c="dimmed">
+            edited
+          </Text>
+        )}
+        <Text size="xs" c="dimmed">
+          {new Date(m.timestamp * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}
+        </Text>
+        {m.fromMe && <Ticks ack={m.ack} />}
+        <Menu position={m.fromMe ? 'bottom-end' : 'bottom-start'} withinPortal>
+          <Menu.Target>
+            <ActionIcon size="xs" variant="subtle" color="gray" aria-label="Message actions" data-testid="message-actions">
+              <IconDots size={12} />
+            </ActionIcon>
+          </Menu.Target>
+          <Menu.Dropdown>
+            <Menu.Item leftSection={<IconArrowBackUp size={14} />} onClick={() => setReplyTo(m)}>
+              Reply
+            </Menu.Item>
+            {editable && (
+              <Menu.Item leftSection={<IconPencil size={14} />} onClick={() => setEditing(m)} data-testid="edit-message">
+                Edit
+              </Menu.Item>
+            )}
+            <Menu.Label>
+              <Group gap={4}>
+                <IconMoodSmile size={12} /> React
+              </Group>
+            </Menu.Label>
+            <Group gap={2} px="xs" pb={4}>
+              {QUICK_REACTIONS.map((e) => (
+                <Menu.Item key={e} w="auto" px={6} py={2} onClick={() => void react(e)} aria-label={`React ${e}`} data-testid="react-option">
+                  {e}
+                </Menu.Item>
+              ))}
+            </Group>
+          </Menu.Dropdown>
+        </Menu>
+      </Group>
+      {reactions.length > 0 && (
+        <Group gap={4} mt={2}>
+          {reactions.map(([e, n]) => (
+            <Badge key={e} size="sm" variant="default" data-testid="reaction">
+              {e} {n > 1 ? n : ''}
+            </Badge>
+          ))}
+        </Group>
+      )}
+    </div>
+  );
+});

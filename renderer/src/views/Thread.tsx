@@ -1,0 +1,137 @@
+/**
+ * One chat: messages oldest → newest, older pages loaded when scrolled to the top (scroll position kept), a
+ * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
+ */
+import { Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
+import { useEffect, useLayoutEffect, useRef } from 'react';
+import { ErrorState, Loading } from '../components/StateViews.tsx';
+import { useThread } from '../stores/thread.ts';
+import { useClient } from '../stores/session.ts';
+import { Composer } from './Composer.tsx';
+import { MessageBubble } from './MessageBubble.tsx';
+
+/** Distance from the top (px) at which the next older page is requested. */
+export const LOAD_OLDER_THRESHOLD = 80;
+
+export function HistoryMarker({ at }: { at: number | null }) {
+  return (
+    <Divider
+      my="sm"
+      data-testid="history-start"
+      label={
+        at === null
+          ? 'No messages in this chat'
+          : `History starts here · ${new Date(at * 1000).toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' })}`
+      }
+      labelPosition="center"
+    />
+  );
+}
+
+export function MessageList({ connectionId }: { connectionId: string }) {
+  const client = useClient();
+  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder } = useThread();
+  const scroller = useRef<HTMLDivElement>(null);
+  const anchor = useRef<{ height: number; top: number; firstId: string | undefined } | null>(null);
+  const lastId = useRef<string | undefined>(undefined);
+
+  const requestOlder = () => {
+    const el = scroller.current;
+    if (!el || !nextBefore || loadingOlder) return;
+    anchor.current = { height: el.scrollHeight, top: el.scrollTop, firstId: messages[0]?.id };
+    void loadOlder(client);
+  };
+
+  // Keep the view still when older messages are prepended; follow the bottom when new ones arrive.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const a = anchor.current;
+    if (a && messages[0]?.id !== a.firstId) {
+      el.scrollTop = el.scrollHeight - a.height + a.top;
+      anchor.current = null;
+    } else if (messages.at(-1)?.id !== lastId.current) {
+      const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 200;
+      if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) el.scrollTop = el.scrollHeight;
+    }
+    lastId.current = messages.at(-1)?.id;
+  }, [messages]);
+
+  // A short first page may not fill the view: keep loading until it scrolls or history ends.
+  useEffect(() => {
+    const el = scroller.current;
+    if (el && !loading && !loadingOlder && nextBefore && el.scrollHeight <= el.clientHeight + LOAD_OLDER_THRESHOLD && el.clientHeight > 0) requestOlder();
+  });
+
+  const byId = new Map(messages.map((m) => [m.id, m]));
+
+  return (
+    <div
+      className="thread-scroll"
+      ref={scroller}
+      data-testid="thread-scroll"
+      onScroll={(e) => {
+        if (e.currentTarget.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+      }}
+      role="log"
+      aria-live="polite"
+      aria-busy={loading || loadingOlder}
+    >
+      {error && <ErrorState message={error} />}
+      {loading && <Loading label="Loading messages…" />}
+      {!loading && reachedStart && <HistoryMarker at={historyStartsAt} />}
+      {!loading && !reachedStart && (
+        <Center py="xs">
+          {loadingOlder ? (
+            <Loader size="xs" aria-label="Loading older messages" data-testid="loading-older" />
+          ) : (
+            <Button size="compact-xs" variant="subtle" onClick={requestOlder} data-testid="load-older">
+              Load older messages
+            </Button>
+          )}
+        </Center>
+      )}
+      <Stack gap={6}>
+        {messages.map((m) => (
+          <MessageBubble key={m.id} message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+        ))}
+      </Stack>
+    </div>
+  );
+}
+
+export function Thread({ connectionId, chatId, chatName, online }: { connectionId: string; chatId: string; chatName: string; online: boolean }) {
+  const client = useClient();
+  const openChat = useThread((s) => s.openChat);
+  const close = useThread((s) => s.close);
+  const remoteTyping = useThread((s) => s.typing);
+
+  useEffect(() => {
+    void openChat(client, connectionId, chatId);
+    if (online) void client.markRead(connectionId, chatId).catch(() => undefined);
+    return () => close();
+  }, [client, connectionId, chatId, online, openChat, close]);
+
+  return (
+    <>
+      <Group px="md" py="xs" justify="space-between" style={{ borderBottom: '1px solid var(--mantine-color-default-border)' }}>
+        <Stack gap={0}>
+          <Text fw={600} data-testid="thread-title">
+            {chatName}
+          </Text>
+          <Text size="xs" c="dimmed" className="mono">
+            {chatId}
+          </Text>
+        </Stack>
+        {remoteTyping && <Badge variant="light">typing…</Badge>}
+        {!online && (
+          <Badge color="orange" variant="light">
+            Offline: read only
+          </Badge>
+        )}
+      </Group>
+      <MessageList connectionId={connectionId} />
+      <Composer connectionId={connectionId} chatId={chatId} disabled={!online} />
+    </>
+  );
+}

@@ -1,0 +1,239 @@
+/**
+ * Webhook deliveries table: the durable outbox and the delivery log (interface-spec §2.7, DESIGN §4).
+ * Rows are inserted in the same transaction as their event (store.appendEvent), claimed in batches with a lease
+ * (`pending` → `delivering`, attempts counted at claim time so a crash loop cannot exceed the maximum), and
+ * completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
+ * Rows of a paused webhook are written as `skipped`. Internal status `delivering` shows as `pending` in the API.
+ */
+import type { Db } from './database.ts';
+import { nowIso } from './database.ts';
+
+export type DeliveryStatus = 'pending' | 'delivering' | 'delivered' | 'failed' | 'skipped';
+
+export interface DeliveryRow {
+  id: string;
+  webhookId: string;
+  userId: string;
+  eventSeq: number;
+  msgId: string;
+  eventType: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  replayOf: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+}
+
+interface RawRow {
+  id: string;
+  webhook_id: string;
+  user_id: string;
+  event_seq: number;
+  msg_id: string;
+  event_type: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number;
+  last_status: number | null;
+  last_error: string | null;
+  replay_of: string | null;
+  delivered_at: string | null;
+  created_at: string;
+}
+
+const COLUMNS = `id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, attempts, next_attempt_at,
+  last_status, last_error, replay_of, delivered_at, created_at`;
+
+const toRow = (r: RawRow): DeliveryRow => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  userId: r.user_id,
+  eventSeq: r.event_seq,
+  msgId: r.msg_id,
+  eventType: r.event_type,
+  body: r.body,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastStatus: r.last_status,
+  lastError: r.last_error,
+  replayOf: r.replay_of,
+  deliveredAt: r.delivered_at,
+  createdAt: r.created_at,
+});
+
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  userId: string;
+  eventSeq: number;
+  msgId: string;
+  eventType: string;
+  body: string;
+  status: 'pending' | 'skipped';
+  nextAttemptAt: number;
+  replayOf?: string | null;
+}
+
+/** A claimed row, ready to send. `attempts` already counts this attempt. */
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  msgId: string;
+  body: string;
+  attempts: number;
+  nextAttemptAt: number;
+}
+
+/** The outcome of one attempt. */
+export type DeliveryOutcome =
+  | { id: string; kind: 'delivered'; status: number; response: string | null }
+  | { id: string; kind: 'retry'; status: number | null; error: string | null; response: string | null; nextAttemptAt: number }
+  | { id: string; kind: 'failed'; status: number | null; error: string | null; response: string | null }
+  /** Not attempted after all (webhook paused, service stopping): back to `pending`, the claim not counted. */
+  | { id: string; kind: 'release' };
+
+export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
+
+export function deliveriesRepo(db: Db) {
+  const q = {
+    insert: db.prepare(
+      `INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, next_attempt_at,
+         replay_of, created_at)
+       VALUES (@id, @webhookId, @userId, @eventSeq, @msgId, @eventType, @body, @status, @nextAttemptAt, @replayOf, @now)`,
+    ),
+    get: db.prepare(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE id = ?`),
+    logs: db.prepare(
+      `SELECT ${COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+    ),
+    hasDue: db.prepare(
+      `SELECT 1 FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1`,
+    ),
+    nextDue: db.prepare(
+      `SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'`,
+    ),
+    claim: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'delivering', attempts = attempts + 1, lease_until = @leaseUntil
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = @webhookId AND status = 'pending'
+                    AND next_attempt_at <= @now ORDER BY next_attempt_at LIMIT @limit)
+       RETURNING id, webhook_id, msg_id, body, attempts, next_attempt_at`,
+    ),
+    delivered: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = @now, last_status = @status, last_error = NULL,
+         last_response = @response, lease_until = NULL WHERE id = @id AND status = 'delivering'`,
+    ),
+    retry: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = @nextAttemptAt, last_status = @status,
+         last_error = @error, last_response = @response, lease_until = NULL WHERE id = @id AND status = 'delivering'`,
+    ),
+    failed: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'failed', last_status = @status, last_error = @error,
+         last_response = @response, lease_until = NULL WHERE id = @id AND status = 'delivering'`,
+    ),
+    release: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'pending', attempts = MAX(attempts - 1, 0), lease_until = NULL
+       WHERE id = ? AND status = 'delivering'`,
+    ),
+    requeue: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = @now, lease_until = NULL
+       WHERE status = 'delivering' AND attempts < @maxAttempts AND (@all = 1 OR lease_until < @now)`,
+    ),
+    failInterrupted: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = 'interrupted during the last attempt', lease_until = NULL
+       WHERE status = 'delivering' AND attempts >= @maxAttempts AND (@all = 1 OR lease_until < @now)`,
+    ),
+    prune: db.prepare(
+      `DELETE FROM webhook_deliveries WHERE created_at < ? AND status IN ('delivered', 'failed', 'skipped')`,
+    ),
+    countOpen: db.prepare(`SELECT count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`),
+  };
+
+  return {
+    /** Inserts outbox rows; call inside the transaction of their event. */
+    insert(d: NewDelivery): void {
+      q.insert.run({ ...d, replayOf: d.replayOf ?? null, now: nowIso() });
+    },
+    get(id: string): DeliveryRow | undefined {
+      const r = q.get.get(id) as RawRow | undefined;
+      return r && toRow(r);
+    },
+    /** The webhook's `limit` most recent deliveries, newest first. */
+    logs(webhookId: string, limit = 100): DeliveryRow[] {
+      return (q.logs.all(webhookId, limit) as RawRow[]).map(toRow);
+    },
+    hasDue(webhookId: string, now: number): boolean {
+      return q.hasDue.get(webhookId, now) !== undefined;
+    },
+    /** Earliest `next_attempt_at` of the webhook's pending rows (ms), or undefined. */
+    nextDue(webhookId: string): number | undefined {
+      return (q.nextDue.get(webhookId) as { t: number | null }).t ?? undefined;
+    },
+    /**
+     * Claims up to `limit` due rows per webhook in one transaction, oldest due first.
+     * @param want webhook id → how many rows it can take now
+     */
+    claim(want: ReadonlyMap<string, number>, now: number, leaseUntil: number): ClaimedDelivery[] {
+      return db.transaction(() => {
+        const out: ClaimedDelivery[] = [];
+        for (const [webhookId, limit] of want) {
+          if (limit <= 0) continue;
+          const rows = q.claim.all({ webhookId, now, limit, leaseUntil }) as Array<{
+            id: string;
+            webhook_id: string;
+            msg_id: string;
+            body: string;
+            attempts: number;
+            next_attempt_at: number;
+          }>;
+          rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
+          for (const r of rows) {
+            out.push({ id: r.id, webhookId: r.webhook_id, msgId: r.msg_id, body: r.body, attempts: r.attempts, nextAttemptAt: r.next_attempt_at });
+          }
+        }
+        return out;
+      })();
+    },
+    /** Records many attempt outcomes in one transaction. */
+    complete(outcomes: readonly DeliveryOutcome[]): void {
+      if (outcomes.length === 0) return;
+      db.transaction(() => {
+        const now = nowIso();
+        for (const o of outcomes) {
+          if (o.kind === 'delivered') q.delivered.run({ id: o.id, now, status: o.status, response: o.response });
+          else if (o.kind === 'retry')
+            q.retry.run({ id: o.id, nextAttemptAt: o.nextAttemptAt, status: o.status, error: o.error, response: o.response });
+          else if (o.kind === 'release') q.release.run(o.id);
+          else q.failed.run({ id: o.id, status: o.status, error: o.error, response: o.response });
+        }
+      })();
+    },
+    /**
+     * Returns leased rows to `pending` (due now) — all of them at boot (`all`: the previous process is gone), or
+     * only those whose lease expired. Rows whose interrupted attempt was already the last one become `failed`.
+     */
+    requeue(opts: { all: boolean; maxAttempts: number; now?: number }): { requeued: number; failed: number } {
+      const params = { all: opts.all ? 1 : 0, maxAttempts: opts.maxAttempts, now: opts.now ?? Date.now() };
+      return db.transaction(() => ({
+        requeued: q.requeue.run(params).changes,
+        failed: q.failInterrupted.run(params).changes,
+      }))();
+    },
+    /** Deletes finished deliveries created before `beforeIso`; returns how many. */
+    prune(beforeIso: string): number {
+      return q.prune.run(beforeIso).changes;
+    },
+    countOpen(): number {
+      return (q.countOpen.get() as { n: number }).n;
+    },
+  };
+}
+
+/** The `webhook-id` of a user's event: the same for every webhook, retry and replay of that event. No dots. */
+export function webhookMessageId(userId: string, seq: number): string {
+  return `msg_${userId.replace(/-/g, '')}_${seq}`;
+}

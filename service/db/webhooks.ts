@@ -1,0 +1,137 @@
+/**
+ * Webhooks table: per-connection HTTP subscriptions to event types (interface-spec §2.6), each with its own
+ * Standard Webhooks signing secret. Also reads the operator setting `allowLanWebhooks` from `settings`.
+ */
+import type { Db } from './database.ts';
+import { nowIso } from './database.ts';
+
+export interface WebhookRow {
+  id: string;
+  userId: string;
+  connectionId: string;
+  url: string;
+  events: string[];
+  secret: string;
+  active: boolean;
+  disabledReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface RawRow {
+  id: string;
+  user_id: string;
+  connection_id: string;
+  url: string;
+  events: string;
+  secret: string;
+  active: number;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toRow = (r: RawRow): WebhookRow => ({
+  id: r.id,
+  userId: r.user_id,
+  connectionId: r.connection_id,
+  url: r.url,
+  events: JSON.parse(r.events) as string[],
+  secret: r.secret,
+  active: r.active === 1,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** A webhook that gets an outbox row for an event (see deliveries.ts). */
+export interface WebhookTarget {
+  id: string;
+  events: string[];
+  active: boolean;
+  sessionName: string;
+}
+
+export type WebhooksRepo = ReturnType<typeof webhooksRepo>;
+
+/** Settings key of the operator switch that allows http:// and LAN webhook targets. */
+export const ALLOW_LAN_SETTING = 'allowLanWebhooks';
+
+export function webhooksRepo(db: Db) {
+  const q = {
+    get: db.prepare(`SELECT * FROM webhooks WHERE id = ?`),
+    listByConnection: db.prepare(`SELECT * FROM webhooks WHERE connection_id = ? ORDER BY created_at, id`),
+    listActive: db.prepare(`SELECT id FROM webhooks WHERE active = 1`),
+    targets: db.prepare(
+      `SELECT w.id, w.events, w.active, c.session_name FROM webhooks w JOIN connections c ON c.id = w.connection_id
+       WHERE w.connection_id = ?`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO webhooks (id, user_id, connection_id, url, events, secret, active, created_at, updated_at)
+       VALUES (@id, @userId, @connectionId, @url, @events, @secret, @active, @now, @now)`,
+    ),
+    update: db.prepare(
+      `UPDATE webhooks SET url = @url, events = @events, active = @active, disabled_reason = @disabledReason,
+         updated_at = @now WHERE id = @id`,
+    ),
+    delete: db.prepare(`DELETE FROM webhooks WHERE id = ?`),
+    setting: db.prepare(`SELECT value FROM settings WHERE key = ?`),
+    putSetting: db.prepare(
+      `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+    ),
+  };
+  return {
+    get(id: string): WebhookRow | undefined {
+      const r = q.get.get(id) as RawRow | undefined;
+      return r && toRow(r);
+    },
+    listByConnection(connectionId: string): WebhookRow[] {
+      return (q.listByConnection.all(connectionId) as RawRow[]).map(toRow);
+    },
+    /** Ids of the webhooks not paused. */
+    activeIds(): string[] {
+      return (q.listActive.all() as Array<{ id: string }>).map((r) => r.id);
+    },
+    /** Every webhook of the connection with the connection's sessionName (active or not). */
+    targets(connectionId: string): WebhookTarget[] {
+      const rows = q.targets.all(connectionId) as Array<{ id: string; events: string; active: number; session_name: string }>;
+      return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], active: r.active === 1, sessionName: r.session_name }));
+    },
+    insert(w: { id: string; userId: string; connectionId: string; url: string; events: string[]; secret: string; active: boolean }): WebhookRow {
+      q.insert.run({ ...w, events: JSON.stringify(w.events), active: w.active ? 1 : 0, now: nowIso() });
+      return this.get(w.id)!;
+    },
+    /** Changes only the supplied fields. Re-activating clears `disabledReason`. */
+    update(id: string, patch: { url?: string; events?: string[]; active?: boolean; disabledReason?: string | null }): WebhookRow | undefined {
+      const cur = this.get(id);
+      if (!cur) return undefined;
+      const active = patch.active ?? cur.active;
+      const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
+      q.update.run({
+        id,
+        url: patch.url ?? cur.url,
+        events: JSON.stringify(patch.events ?? cur.events),
+        active: active ? 1 : 0,
+        disabledReason,
+        now: nowIso(),
+      });
+      return this.get(id);
+    },
+    delete(id: string): boolean {
+      return q.delete.run(id).changes > 0;
+    },
+    /** The operator setting `allowLanWebhooks` from the settings table (JSON true/false); false when unset. */
+    allowLanSetting(): boolean {
+      const r = q.setting.get(ALLOW_LAN_SETTING) as { value: string } | undefined;
+      if (!r) return false;
+      try {
+        return JSON.parse(r.value) === true;
+      } catch {
+        return false;
+      }
+    },
+    setAllowLanSetting(on: boolean): void {
+      q.putSetting.run(ALLOW_LAN_SETTING, JSON.stringify(on));
+    },
+  };
+}

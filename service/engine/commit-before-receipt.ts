@@ -1,0 +1,49 @@
+/**
+ * Commit before receipt: makes every frame a Baileys socket writes leave one event-loop turn later, so the
+ * delivery receipt for an incoming message reaches the server only after the engine has committed that message.
+ *
+ * Why: rc14's `handleMessage` (lib/Socket/messages-recv.js) awaits `sendReceipt` and only then `upsertMessage`;
+ * once the server has the receipt it drops the message, so a crash between the two lost it. The chain from the
+ * socket's write callback to our `messages.upsert` handler is all microtasks (promisified `ws.send` →
+ * `sendRawMessage` → `sendReceipt` → `upsertMessage` → `ev.emit` → the engine's synchronous SQLite commit), and
+ * the event buffer is off (see `disableEventBuffer` in session.ts). So we acknowledge each write at once and put
+ * the bytes on the wire from a `setImmediate`, which runs after that chain. Frames keep their order (the Noise
+ * transport's nonces depend on it); the cost is well under a millisecond of latency per write.
+ *
+ * Hooks the underlying `ws` WebSocket (`sock.ws.socket`), which rc14 creates synchronously inside `makeWASocket`
+ * (lib/Socket/Client/websocket.js `connect()`): call this right after `makeWASocket` returns.
+ */
+import type { WASocket } from '@whiskeysockets/baileys';
+
+type SendCallback = (err?: Error) => void;
+interface RawSocket {
+  send(data: unknown, cb?: SendCallback): void;
+}
+
+export function sendFramesAfterCommit(sock: WASocket): void {
+  const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
+  if (!raw) return;
+  const send = raw.send.bind(raw);
+  let queue: unknown[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    const frames = queue;
+    queue = [];
+    for (const frame of frames) {
+      try {
+        send(frame);
+      } catch {
+        // The socket closed meanwhile; Baileys learns of it from the close event.
+      }
+    }
+  };
+  raw.send = (data: unknown, cb?: SendCallback) => {
+    queue.push(data);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+    if (cb) queueMicrotask(() => cb());
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Media (interface-spec §4.1, §4.2): `GET /connections/:id/media/:filename` streams a file of the connection's
+ * media folder, `GET /connections/:id/messages/:messageId/media?chatId=` streams one message's media. Both answer
+ * with the file's `Content-Type`, `Content-Length` and `Accept-Ranges: bytes`, serve one `Range` with 206 (416 when
+ * it cannot be satisfied), and download the media first when it is not on disk (404 `Media not found` when that
+ * fails). File names never leave the connection's folder (`..`, separators and NUL are refused with 400).
+ */
+import fs from 'node:fs';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { MediaFileInfo } from '../../engine/types.ts';
+import { notFound } from '../../errors.ts';
+import { ownedConnection } from '../connection-access.ts';
+import type { ApiDeps } from '../deps.ts';
+import { errorBody } from '../plugins/errors.ts';
+import type { ApiPlugin } from '../type-provider.ts';
+
+const FileParams = Type.Object({ id: Type.String(), filename: Type.String() });
+const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
+const MessageQuery = Type.Object({ chatId: Type.String({ minLength: 1 }) });
+
+/** The byte range a `Range` header asks for; undefined for none/several (whole file), 'invalid' when unsatisfiable. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'invalid' | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m) return header.includes(',') ? undefined : 'invalid';
+  const [, from, to] = m;
+  if (from === '' && to === '') return 'invalid';
+  let start: number;
+  let end: number;
+  if (from === '') {
+    const suffix = Number(to);
+    if (suffix === 0) return 'invalid';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(from);
+    end = to === '' ? size - 1 : Math.min(Number(to), size - 1);
+  }
+  if (!Number.isSafeInteger(start) || start >= size || end < start) return 'invalid';
+  return { start, end };
+}
+
+function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+async function sendFile(request: FastifyRequest, reply: FastifyReply, file: MediaFileInfo) {
+  const range = parseRange(request.headers.range, file.size);
+  if (range === 'invalid') {
+    return reply.code(416).header('content-range', `bytes */${file.size}`).send(errorBody(416, 'Range Not Satisfiable'));
+  }
+  reply
+    .header('content-type', file.mimetype)
+    .header('accept-ranges', 'bytes')
+    .header('cache-control', 'private, no-cache')
+    .header('x-content-type-options', 'nosniff');
+  if (file.filename) reply.header('content-disposition', contentDisposition(file.filename));
+  if (!range) return reply.header('content-length', file.size).send(fs.createReadStream(file.path));
+  return reply
+    .code(206)
+    .header('content-range', `bytes ${range.start}-${range.end}/${file.size}`)
+    .header('content-length', range.end - range.start + 1)
+    .send(fs.createReadStream(file.path, { start: range.start, end: range.end }));
+}
+
+export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+  api.get('/connections/:id/media/:filename', { schema: { params: FileParams } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    return sendFile(request, reply, await engine.mediaFile(c.id, request.params.filename));
+  });
+
+  api.get(
+    '/connections/:id/messages/:messageId/media',
+    { schema: { params: MessageParams, querystring: MessageQuery } },
+    async (request, reply) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      const message = store.messages.get(c.id, request.params.messageId);
+      if (!message || message.chatId !== request.query.chatId) throw notFound('Message not found');
+      return sendFile(request, reply, await engine.messageMedia(c.id, message.id));
+    },
+  );
+};

@@ -1,0 +1,233 @@
+/**
+ * Webhooks (interface-spec §4.5, §2.6, §2.7, §3.2): list/create per connection, update, delete, the delivery log,
+ * a test event, and (an addition to the spec) replay of one logged delivery with its original `webhook-id`.
+ * Delivery itself is the dispatcher's (service/webhooks/dispatcher.ts); these routes only write rows.
+ */
+import { randomUUID } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { AuthUser } from '../../auth/authenticate.ts';
+import type { DeliveryRow } from '../../db/deliveries.ts';
+import type { Store } from '../../db/store.ts';
+import type { WebhookRow } from '../../db/webhooks.ts';
+import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
+import { generateSigningSecret } from '../../webhooks/signing.ts';
+import { UrlPolicy, UrlPolicyError } from '../../webhooks/url-policy.ts';
+import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import type { ApiDeps } from '../deps.ts';
+import { Nullable, SuccessSchema } from '../schemas.ts';
+import type { ApiPlugin } from '../type-provider.ts';
+
+/** Event types a webhook can subscribe to today; `*` subscribes to all (including future ones). */
+export const WEBHOOK_EVENT_TYPES = [
+  'session.status',
+  'message',
+  'message.sent',
+  'message.ack',
+  'message.reaction',
+  'message.edited',
+  'presence.update',
+  'webhook.test',
+] as const;
+
+export const WebhookSchema = Type.Object({
+  id: Type.String(),
+  sessionId: Type.String({ description: 'Id of the connection the webhook belongs to' }),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  signingSecret: Type.String({ description: 'Standard Webhooks secret, whsec_<base64 of 32 bytes>' }),
+  active: Type.Boolean(),
+  disabledReason: Nullable(Type.String({ description: 'Why the service deactivated it (e.g. 410 Gone), else null' })),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+export type Webhook = Static<typeof WebhookSchema>;
+
+export const DeliveryLogSchema = Type.Object({
+  id: Type.String(),
+  eventType: Type.String(),
+  payload: Type.Object({ event: Type.String(), session: Type.String(), payload: Type.Record(Type.String(), Type.Unknown()) }),
+  status: Type.Union(['pending', 'delivered', 'failed', 'skipped'].map((s) => Type.Literal(s)), {
+    description: 'pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused)',
+  }),
+  attempts: Type.Integer(),
+  deliveredAt: Nullable(Type.String()),
+  createdAt: Type.String(),
+  webhookMessageId: Type.String({ description: 'The webhook-id header: same on every retry and replay of the event' }),
+  eventSeq: Type.Integer(),
+  lastStatusCode: Nullable(Type.Integer()),
+  lastError: Nullable(Type.String()),
+  nextAttemptAt: Nullable(Type.String()),
+  replayOf: Nullable(Type.String()),
+});
+type DeliveryLog = Static<typeof DeliveryLogSchema>;
+
+const EventType = Type.String({ pattern: '^(\\*|[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*)$', maxLength: 64 });
+const Events = Type.Array(EventType, { minItems: 1, maxItems: 32, uniqueItems: true });
+const Url = Type.String({ minLength: 1, maxLength: 2048 });
+const CreateBody = Type.Object(
+  { url: Url, events: Events, active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+const UpdateBody = Type.Object(
+  { url: Type.Optional(Url), events: Type.Optional(Events), active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+const WebhookParams = Type.Object({ id: Type.String() });
+const DeliveryParams = Type.Object({ id: Type.String(), deliveryId: Type.String() });
+const TestResult = Type.Object({ success: Type.Literal(true), delivery: DeliveryLogSchema });
+
+export function toWebhook(w: WebhookRow): Webhook {
+  return {
+    id: w.id,
+    sessionId: w.connectionId,
+    url: w.url,
+    events: w.events,
+    signingSecret: w.secret,
+    active: w.active,
+    disabledReason: w.disabledReason,
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+  };
+}
+
+export function toDeliveryLog(d: DeliveryRow): DeliveryLog {
+  return {
+    id: d.id,
+    eventType: d.eventType,
+    payload: JSON.parse(d.body) as DeliveryLog['payload'],
+    status: d.status === 'delivering' ? 'pending' : d.status,
+    attempts: d.attempts,
+    deliveredAt: d.deliveredAt,
+    createdAt: d.createdAt,
+    webhookMessageId: d.msgId,
+    eventSeq: d.eventSeq,
+    lastStatusCode: d.lastStatus,
+    lastError: d.lastError,
+    nextAttemptAt: d.status === 'pending' ? new Date(d.nextAttemptAt).toISOString() : null,
+    replayOf: d.replayOf,
+  };
+}
+
+/** The caller's webhook. @throws 404 `Webhook not found`, 403 for another user's. */
+function ownedWebhook(store: Pick<Store, 'webhooks'>, user: AuthUser, id: string): WebhookRow {
+  const w = store.webhooks.get(id);
+  if (!w) throw notFound('Webhook not found');
+  if (w.userId !== user.id) throw forbidden('Webhook belongs to another user');
+  return w;
+}
+
+export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }) => {
+  const policy = webhooks?.policy ?? new UrlPolicy({ allowLan: false, allowLanSetting: () => store.webhooks.allowLanSetting() });
+  const wake = () => webhooks?.wake();
+
+  async function checkUrl(url: string): Promise<string> {
+    try {
+      return (await policy.checkUrl(url)).href;
+    } catch (err) {
+      if (err instanceof UrlPolicyError) throw badRequest(`body/url: ${err.message}`);
+      throw err;
+    }
+  }
+
+  api.get(
+    '/connections/:id/webhooks',
+    { schema: { params: ConnectionParams, response: { 200: Type.Array(WebhookSchema) } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      return store.webhooks.listByConnection(c.id).map(toWebhook);
+    },
+  );
+
+  api.post(
+    '/connections/:id/webhooks',
+    { schema: { params: ConnectionParams, body: CreateBody, response: { 201: WebhookSchema } } },
+    async (request, reply) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      const url = await checkUrl(request.body.url);
+      const row = store.webhooks.insert({
+        id: randomUUID(),
+        userId: c.userId,
+        connectionId: c.id,
+        url,
+        events: request.body.events,
+        secret: generateSigningSecret(),
+        active: request.body.active ?? true,
+      });
+      return reply.code(201).send(toWebhook(row));
+    },
+  );
+
+  api.put(
+    '/webhooks/:id',
+    { schema: { params: WebhookParams, body: UpdateBody, response: { 200: WebhookSchema } } },
+    async (request) => {
+      const w = ownedWebhook(store, request.user, request.params.id);
+      const { url, events, active } = request.body;
+      const checked = url === undefined ? undefined : await checkUrl(url);
+      const row = store.webhooks.update(w.id, {
+        ...(checked !== undefined && { url: checked }),
+        ...(events !== undefined && { events }),
+        ...(active !== undefined && { active }),
+      });
+      if (!row) throw notFound('Webhook not found');
+      if (active) wake(); // resumes its pending deliveries
+      return toWebhook(row);
+    },
+  );
+
+  api.delete('/webhooks/:id', { schema: { params: WebhookParams, response: { 200: SuccessSchema } } }, async (request) => {
+    const w = ownedWebhook(store, request.user, request.params.id);
+    store.webhooks.delete(w.id); // its deliveries go with it (ON DELETE CASCADE)
+    return { success: true as const };
+  });
+
+  api.get(
+    '/webhooks/:id/logs',
+    { schema: { params: WebhookParams, response: { 200: Type.Array(DeliveryLogSchema) } } },
+    async (request) => {
+      const w = ownedWebhook(store, request.user, request.params.id);
+      return store.deliveries.logs(w.id, 100).map(toDeliveryLog);
+    },
+  );
+
+  api.post('/webhooks/:id/test', { schema: { params: WebhookParams, response: { 200: TestResult } } }, async (request) => {
+    const w = ownedWebhook(store, request.user, request.params.id);
+    const logged = store.appendEvent(
+      w.userId,
+      w.connectionId,
+      'webhook.test',
+      { webhookId: w.id, message: 'Test event from Switchboard' },
+      { onlyWebhookId: w.id },
+    );
+    const delivery = store.deliveries.logs(w.id, 5).find((d) => d.eventSeq === logged.seq);
+    if (!delivery) throw new Error('test delivery was not recorded');
+    return { success: true as const, delivery: toDeliveryLog(delivery) };
+  });
+
+  api.post(
+    '/webhooks/:id/deliveries/:deliveryId/retry',
+    { schema: { params: DeliveryParams, response: { 201: DeliveryLogSchema } } },
+    async (request, reply) => {
+      const w = ownedWebhook(store, request.user, request.params.id);
+      const d = store.deliveries.get(request.params.deliveryId);
+      if (!d || d.webhookId !== w.id) throw notFound('Delivery not found');
+      if (!w.active) throw conflict('Webhook is paused; activate it before replaying deliveries');
+      if (d.status === 'pending' || d.status === 'delivering') throw conflict('Delivery is still in progress');
+      const id = randomUUID();
+      store.deliveries.insert({
+        id,
+        webhookId: w.id,
+        userId: d.userId,
+        eventSeq: d.eventSeq,
+        msgId: d.msgId,
+        eventType: d.eventType,
+        body: d.body,
+        status: 'pending',
+        nextAttemptAt: Date.now(),
+        replayOf: d.id,
+      });
+      wake();
+      return reply.code(201).send(toDeliveryLog(store.deliveries.get(id)!));
+    },
+  );
+};

@@ -1,0 +1,352 @@
+/**
+ * The webhook dispatcher (DESIGN §4): drains the durable outbox in `webhook_deliveries`.
+ *
+ * - Woken after every commit that wrote outbox rows (store.onOutbox), by a timer set to the next due retry, and by
+ *   a 1 s poll as a safety net. Claims due rows of every active webhook in one transaction (lease, attempts + 1).
+ * - Each webhook has its own in-memory queue and concurrency limit, so a slow or failing consumer never delays
+ *   another webhook; a global limit bounds sockets. Order is best effort (oldest due first), not FIFO.
+ * - One attempt: Standard Webhooks headers re-signed with a fresh timestamp, same `webhook-id`; undici POST with a
+ *   5 s connect / 15 s total timeout, redirects not followed, the target address checked and pinned (url-policy).
+ *   2xx = delivered; 410 = failed and the webhook is deactivated; anything else (3xx, 4xx, 5xx, network error)
+ *   retries after `retryDelaysMs[attempts]` × U(0.8, 1.2), or later if `Retry-After` says so (capped at 2 h),
+ *   until `maxAttempts` attempts were made → `failed`.
+ * - Outcomes are written in batches (one transaction per tick). At boot, rows left `delivering` by a crashed
+ *   process go back to `pending` (at-least-once: the consumer may see a `webhook-id` twice).
+ */
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import type { ClaimedDelivery, DeliveryOutcome } from '../db/deliveries.ts';
+import type { Store } from '../db/store.ts';
+import type { WebhookRow } from '../db/webhooks.ts';
+import { secretKey, signatureHeaders } from './signing.ts';
+import { UrlPolicy, UrlPolicyError, portOf } from './url-policy.ts';
+
+/** Delay before attempts 1–5 in ms (attempt 1 is immediate): 0 s, 5 s, 5 min, 30 min, 2 h. */
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000];
+export const MAX_RETRY_AFTER_MS = 7_200_000;
+/** Bytes of a response body kept in the log. */
+export const RESPONSE_SNIPPET_BYTES = 1024;
+/** Outcomes are written at most this long after the attempt ends, in one transaction. */
+const FLUSH_MS = 10;
+
+export interface DispatcherOptions {
+  store: Store;
+  logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+  policy: UrlPolicy;
+  /** ms before attempts 1..N; its length is the maximum number of attempts. */
+  retryDelaysMs?: readonly number[];
+  perWebhookConcurrency?: number;
+  /** Claimed-but-unsent rows a webhook may hold in memory (plus its in-flight ones). */
+  perWebhookQueue?: number;
+  globalConcurrency?: number;
+  connectTimeoutMs?: number;
+  totalTimeoutMs?: number;
+  leaseMs?: number;
+  pollMs?: number;
+  userAgent?: string;
+  /** For tests: replaces Math.random in the jitter. */
+  random?: () => number;
+}
+
+interface WebhookLane {
+  queue: ClaimedDelivery[];
+  inFlight: number;
+}
+
+interface HookInfo {
+  row: WebhookRow;
+  key: Buffer;
+}
+
+export class WebhookDispatcher {
+  readonly #o: Required<Omit<DispatcherOptions, 'store' | 'logger' | 'policy'>>;
+  readonly #store: Store;
+  readonly #log: DispatcherOptions['logger'];
+  readonly #policy: UrlPolicy;
+  readonly #lanes = new Map<string, WebhookLane>();
+  readonly #agents = new Map<string, Agent>();
+  readonly #keys = new Map<string, Buffer>();
+  #inFlight = 0;
+  #outcomes: DeliveryOutcome[] = [];
+  #flushScheduled = false;
+  #pumpScheduled = false;
+  #timer: NodeJS.Timeout | undefined;
+  #sweep: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #running = false;
+  readonly #idle = new Set<() => void>();
+  /** Counters for benchmarks and logs. */
+  readonly stats = { delivered: 0, retried: 0, failed: 0, claims: 0 };
+
+  constructor(opts: DispatcherOptions) {
+    this.#store = opts.store;
+    this.#log = opts.logger;
+    this.#policy = opts.policy;
+    this.#o = {
+      retryDelaysMs: opts.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+      perWebhookConcurrency: opts.perWebhookConcurrency ?? 32,
+      perWebhookQueue: opts.perWebhookQueue ?? 512,
+      globalConcurrency: opts.globalConcurrency ?? 256,
+      connectTimeoutMs: opts.connectTimeoutMs ?? 5_000,
+      totalTimeoutMs: opts.totalTimeoutMs ?? 15_000,
+      leaseMs: opts.leaseMs ?? 10 * 60_000,
+      pollMs: opts.pollMs ?? 1_000,
+      userAgent: opts.userAgent ?? 'Switchboard-Webhooks',
+      random: opts.random ?? Math.random,
+    };
+  }
+
+  get maxAttempts(): number {
+    return this.#o.retryDelaysMs.length;
+  }
+
+  /** Recovers rows of a crashed run and starts draining. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const { requeued, failed } = this.#store.deliveries.requeue({ all: true, maxAttempts: this.maxAttempts });
+    if (requeued || failed) this.#log.info({ requeued, failed }, 'webhook deliveries recovered after restart');
+    this.#unsubscribe = this.#store.onOutbox(() => this.wake());
+    this.#sweep = setInterval(() => this.#sweepLeases(), 60_000);
+    this.#sweep.unref();
+    this.wake();
+  }
+
+  /** Looks for due deliveries soon (coalesced to once per tick). */
+  wake(): void {
+    if (!this.#running || this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    setImmediate(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
+  }
+
+  /** Stops claiming, waits up to `graceMs` for in-flight attempts, records outcomes, releases unsent claims. */
+  async close(graceMs = 5_000): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    this.#unsubscribe?.();
+    clearTimeout(this.#timer);
+    clearInterval(this.#sweep);
+    for (const lane of this.#lanes.values()) {
+      for (const d of lane.queue.splice(0)) this.#outcomes.push({ id: d.id, kind: 'release' });
+    }
+    if (this.#inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, graceMs);
+        this.#idle.add(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    this.#flush();
+    await Promise.all([...this.#agents.values()].map((a) => a.destroy().catch(() => undefined)));
+    this.#agents.clear();
+  }
+
+  #lane(id: string): WebhookLane {
+    let lane = this.#lanes.get(id);
+    if (!lane) this.#lanes.set(id, (lane = { queue: [], inFlight: 0 }));
+    return lane;
+  }
+
+  #pump(): void {
+    if (!this.#running) return;
+    clearTimeout(this.#timer);
+    const now = Date.now();
+    const want = new Map<string, number>();
+    let active: string[];
+    try {
+      active = this.#store.webhooks.activeIds();
+      for (const id of active) {
+        const lane = this.#lanes.get(id);
+        const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight : 0);
+        if (room > 0) want.set(id, room);
+      }
+      const claimed = want.size ? this.#store.deliveries.claim(want, now, now + this.#o.leaseMs) : [];
+      if (claimed.length) this.stats.claims++;
+      for (const d of claimed) this.#lane(d.webhookId).queue.push(d);
+    } catch (err) {
+      this.#log.error({ err }, 'webhook claim failed');
+      this.#timer = setTimeout(() => this.#pump(), this.#o.pollMs);
+      return;
+    }
+    for (const id of this.#lanes.keys()) this.#drain(id);
+    // Next wake: the earliest retry of a webhook that has room, but at least once per poll interval.
+    let next = now + this.#o.pollMs;
+    for (const id of active) {
+      if (!want.has(id)) continue;
+      const t = this.#store.deliveries.nextDue(id);
+      if (t !== undefined && t < next) next = t;
+    }
+    this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - Date.now()));
+  }
+
+  #drain(webhookId: string): void {
+    const lane = this.#lanes.get(webhookId);
+    if (!lane) return;
+    while (lane.queue.length && lane.inFlight < this.#o.perWebhookConcurrency && this.#inFlight < this.#o.globalConcurrency) {
+      const d = lane.queue.shift()!;
+      lane.inFlight++;
+      this.#inFlight++;
+      void this.#attempt(d).then((outcome) => {
+        lane.inFlight--;
+        this.#inFlight--;
+        this.#record(outcome);
+        if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(webhookId);
+        if (this.#running) {
+          this.#drain(webhookId);
+          // A webhook waiting on the global limit may proceed now.
+          if (this.#inFlight === this.#o.globalConcurrency - 1) for (const id of this.#lanes.keys()) this.#drain(id);
+        }
+        if (this.#inFlight === 0) for (const f of this.#idle) f();
+      });
+    }
+  }
+
+  #record(outcome: DeliveryOutcome): void {
+    this.#outcomes.push(outcome);
+    if (outcome.kind === 'delivered') this.stats.delivered++;
+    else if (outcome.kind === 'retry') this.stats.retried++;
+    else if (outcome.kind === 'failed') this.stats.failed++;
+    // Batch outcomes: one transaction per FLUSH_MS (each commit is an fsync with synchronous=FULL).
+    if (this.#outcomes.length >= 512) this.#flush();
+    else if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setTimeout(() => this.#flush(), FLUSH_MS);
+    }
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    const batch = this.#outcomes;
+    if (batch.length === 0) return;
+    this.#outcomes = [];
+    try {
+      this.#store.deliveries.complete(batch);
+    } catch (err) {
+      // The rows stay `delivering`; the lease sweep or the next boot sends them again.
+      this.#log.error({ err, count: batch.length }, 'recording webhook outcomes failed');
+    }
+    // Claim more only when a lane ran low (retries just scheduled are found by the timer).
+    const low = this.#o.perWebhookQueue / 2;
+    if (this.#lanes.size === 0 || [...this.#lanes.values()].some((l) => l.queue.length < low)) this.wake();
+  }
+
+  #hook(webhookId: string): HookInfo | undefined {
+    const row = this.#store.webhooks.get(webhookId);
+    if (!row) return undefined;
+    let key = this.#keys.get(row.secret);
+    if (!key) {
+      key = secretKey(row.secret);
+      if (this.#keys.size > 1000) this.#keys.clear();
+      this.#keys.set(row.secret, key);
+    }
+    return { row, key };
+  }
+
+  #agent(url: URL): Agent {
+    const origin = url.origin;
+    let agent = this.#agents.get(origin);
+    if (!agent) {
+      agent = new Agent({
+        connect: { timeout: this.#o.connectTimeoutMs, lookup: this.#policy.lookupFor(portOf(url)) },
+        headersTimeout: this.#o.totalTimeoutMs,
+        bodyTimeout: this.#o.totalTimeoutMs,
+        keepAliveTimeout: 4_000,
+        connections: this.#o.perWebhookConcurrency * 2,
+      });
+      this.#agents.set(origin, agent);
+    }
+    return agent;
+  }
+
+  async #attempt(d: ClaimedDelivery): Promise<DeliveryOutcome> {
+    const hook = this.#hook(d.webhookId);
+    if (!hook) return { id: d.id, kind: 'release' }; // deleted: its rows are gone with it
+    if (!hook.row.active) return { id: d.id, kind: 'release' }; // paused after the claim: resumes later
+    let status: number | null = null;
+    let response: string | null = null;
+    let retryAfterMs: number | undefined;
+    try {
+      const url = this.#policy.checkStatic(hook.row.url);
+      const res = await request(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': this.#o.userAgent,
+          ...signatureHeaders(hook.key, d.msgId, d.body),
+        },
+        body: d.body,
+        dispatcher: this.#agent(url),
+        signal: AbortSignal.timeout(this.#o.totalTimeoutMs),
+      });
+      status = res.statusCode;
+      response = await readSnippet(res.body);
+      if (status >= 200 && status < 300) return { id: d.id, kind: 'delivered', status, response };
+      if (status === 410) {
+        this.#store.webhooks.update(d.webhookId, { active: false, disabledReason: 'Consumer answered 410 Gone' });
+        this.#log.warn({ webhookId: d.webhookId }, 'webhook deactivated: consumer answered 410 Gone');
+        return { id: d.id, kind: 'failed', status, error: 'HTTP 410 Gone: webhook deactivated', response };
+      }
+      retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+      return this.#retryOrFail(d, status, `HTTP ${status}`, response, retryAfterMs);
+    } catch (err) {
+      return this.#retryOrFail(d, status, errorText(err), response, undefined);
+    }
+  }
+
+  #retryOrFail(d: ClaimedDelivery, status: number | null, error: string, response: string | null, retryAfterMs: number | undefined): DeliveryOutcome {
+    if (d.attempts >= this.maxAttempts) return { id: d.id, kind: 'failed', status, error, response };
+    const base = this.#o.retryDelaysMs[d.attempts] ?? 0;
+    let delay = base * (0.8 + 0.4 * this.#o.random());
+    if (retryAfterMs !== undefined) delay = Math.max(delay, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
+    return { id: d.id, kind: 'retry', status, error, response, nextAttemptAt: Date.now() + Math.round(delay) };
+  }
+
+  #sweepLeases(): void {
+    try {
+      const r = this.#store.deliveries.requeue({ all: false, maxAttempts: this.maxAttempts });
+      if (r.requeued || r.failed) this.#log.warn(r, 'webhook deliveries with expired leases requeued');
+      if (r.requeued) this.wake();
+    } catch (err) {
+      this.#log.error({ err }, 'webhook lease sweep failed');
+    }
+  }
+}
+
+/** At most RESPONSE_SNIPPET_BYTES of a body as text; the rest is discarded (the stream destroyed). */
+async function readSnippet(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_SNIPPET_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  if (size === 0) return null;
+  return Buffer.concat(chunks).subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8');
+}
+
+/** `Retry-After` as seconds or an HTTP date → ms from now. */
+export function parseRetryAfter(value: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof UrlPolicyError) return `Refused by the URL policy: ${err.message}`;
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'Timed out';
+  const cause = e.cause?.code ?? e.cause?.message;
+  const text = [e.code, e.message, cause && cause !== e.code ? `(${cause})` : undefined].filter(Boolean).join(' ');
+  return text.slice(0, 500) || 'Request failed';
+}

@@ -1,0 +1,145 @@
+// @vitest-environment jsdom
+/**
+ * Console components and stores with a fake API client: the thread store's paging and live merge, the edit
+ * window, the QR view (spinner on 503, refresh as the code rotates, moving on once linked), and the thread's
+ * infinite scroll up to the "history starts here" marker.
+ */
+import { MantineProvider } from '@mantine/core';
+import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import type { ReactNode } from 'react';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ApiClient, ApiError } from '../../renderer/src/api/client.ts';
+import type { Message, MessagePage } from '../../renderer/src/api/types.ts';
+import { useConnections } from '../../renderer/src/stores/connections.ts';
+import { useSession } from '../../renderer/src/stores/session.ts';
+import { canEdit, EDIT_WINDOW_SECONDS, PAGE_SIZE, useThread } from '../../renderer/src/stores/thread.ts';
+import { PairingPanel } from '../../renderer/src/views/PairingPanel.tsx';
+import { MessageList } from '../../renderer/src/views/Thread.tsx';
+
+beforeAll(() => {
+  // jsdom lacks these browser APIs that Mantine touches.
+  window.matchMedia ??= ((q: string) => ({ matches: false, media: q, onchange: null, addEventListener() {}, removeEventListener() {}, addListener() {}, removeListener() {}, dispatchEvent: () => false })) as typeof window.matchMedia;
+  globalThis.ResizeObserver ??= class {
+    observe() {}
+    unobserve() {}
+    disconnect() {}
+  } as unknown as typeof ResizeObserver;
+});
+afterEach(() => cleanup());
+
+const wrap = (ui: ReactNode) => render(<MantineProvider>{ui}</MantineProvider>);
+
+const msg = (n: number, over: Partial<Message> = {}): Message => ({
+  id: `false_a@s.whatsapp.net_${n}`,
+  chatId: 'a@s.whatsapp.net',
+  timestamp: 1_700_000_000 + n,
+  fromMe: false,
+  senderJid: 'a@s.whatsapp.net',
+  senderPushName: 'Alice',
+  type: 'text',
+  text: `m${n}`,
+  quotedMessageId: null,
+  media: null,
+  ack: null,
+  ...over,
+});
+
+/** 70 messages, paged newest first like the API; cursor = index of the next older message. */
+function pagedClient(total = 70) {
+  const all = Array.from({ length: total }, (_, i) => msg(i + 1)).reverse();
+  const messages = vi.fn(async (_cid: string, _chat: string, opts: { limit?: number; before?: string | null } = {}): Promise<MessagePage> => {
+    const start = opts.before ? Number(opts.before) : 0;
+    const page = all.slice(start, start + (opts.limit ?? 50));
+    const next = start + page.length < all.length ? String(start + page.length) : null;
+    return { messages: page, nextBefore: next, historyStartsAt: next ? null : all.at(-1)!.timestamp };
+  });
+  const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' });
+  Object.assign(client, { messages });
+  return { client, messages };
+}
+
+describe('thread store', () => {
+  it('pages back with nextBefore, keeps oldest-first order and merges live messages without duplicates', async () => {
+    const { client, messages } = pagedClient();
+    await useThread.getState().openChat(client, 'c1', 'a@s.whatsapp.net');
+    let s = useThread.getState();
+    expect(s.messages).toHaveLength(PAGE_SIZE);
+    expect(s.messages.at(-1)!.text).toBe('m70');
+    expect(s.reachedStart).toBe(false);
+    await s.loadOlder(client);
+    await useThread.getState().loadOlder(client);
+    s = useThread.getState();
+    expect(s.messages.map((m) => m.text).slice(0, 2)).toEqual(['m1', 'm2']);
+    expect(s.messages).toHaveLength(70);
+    expect(s.reachedStart).toBe(true);
+    expect(s.historyStartsAt).toBe(1_700_000_001);
+    expect(messages).toHaveBeenCalledTimes(3);
+    s.upsert(msg(71));
+    s.upsert(msg(71, { ack: 3 }));
+    expect(useThread.getState().messages.filter((m) => m.id === msg(71).id)).toHaveLength(1);
+    useThread.getState().applyReaction(msg(71).id, 'b@s.whatsapp.net', '👍');
+    useThread.getState().applyReaction(msg(71).id, 'b@s.whatsapp.net', '❤️');
+    expect(useThread.getState().messages.at(-1)!.reactions).toEqual([expect.objectContaining({ emoji: '❤️' })]);
+  });
+
+  it('allows editing own text messages only within 15 minutes', () => {
+    const now = Date.now();
+    const sentAt = Math.floor(now / 1000);
+    expect(canEdit(msg(1, { fromMe: true, timestamp: sentAt - 60 }), now)).toBe(true);
+    expect(canEdit(msg(1, { fromMe: true, timestamp: sentAt - EDIT_WINDOW_SECONDS - 1 }), now)).toBe(false);
+    expect(canEdit(msg(1, { fromMe: false, timestamp: sentAt }), now)).toBe(false);
+    expect(canEdit(msg(1, { fromMe: true, type: 'image', timestamp: sentAt }), now)).toBe(false);
+  });
+});
+
+describe('thread infinite scroll', () => {
+  it('loads older pages when scrolled to the top and ends with the history marker', async () => {
+    const { client } = pagedClient();
+    useSession.setState({ client, phase: 'ready' });
+    await useThread.getState().openChat(client, 'c1', 'a@s.whatsapp.net');
+    wrap(<MessageList connectionId="c1" />);
+    const scroller = screen.getByTestId('thread-scroll');
+    expect(screen.queryByTestId('history-start')).toBeNull();
+    for (let i = 0; i < 3 && !screen.queryByTestId('history-start'); i++) {
+      await act(async () => {
+        scroller.scrollTop = 0;
+        fireEvent.scroll(scroller);
+      });
+      await waitFor(() => expect(useThread.getState().loadingOlder).toBe(false));
+    }
+    expect(screen.getByTestId('history-start').textContent).toMatch(/History starts here/);
+    expect(screen.getAllByTestId('message')).toHaveLength(70);
+  });
+});
+
+describe('pairing QR view', () => {
+  it('shows a spinner while booting, refreshes the code as it rotates and moves on once linked', async () => {
+    const codes = ['data:image/png;base64,AAAA', 'data:image/png;base64,BBBB'];
+    let calls = 0;
+    const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' });
+    Object.assign(client, {
+      qr: vi.fn(async () => {
+        calls++;
+        if (calls === 1) throw new ApiError(503, 'Worker is booting, please retry in a few seconds', 1);
+        return { value: codes[calls === 2 ? 0 : 1]! };
+      }),
+    });
+    useConnections.setState({
+      items: [{ id: 'c1', userId: 'u', workerId: 'local', sessionName: 's', phoneNumber: null, status: 'starting', engine: 'NOWEB', name: null, createdAt: '', updatedAt: '' }],
+    });
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    const onLinked = vi.fn();
+    wrap(<PairingPanel client={client} connectionId="c1" onLinked={onLinked} onRestart={() => {}} />);
+    await waitFor(() => expect(screen.getByText('Starting the session…')).toBeTruthy());
+    await act(async () => vi.advanceTimersByTimeAsync(1100));
+    await waitFor(() => expect(screen.getByTestId('pairing-qr').getAttribute('src')).toBe(codes[0]));
+    await act(async () => vi.advanceTimersByTimeAsync(3100));
+    await waitFor(() => expect(screen.getByTestId('pairing-qr').getAttribute('src')).toBe(codes[1]));
+    expect(screen.getByTestId('pairing-qr').getAttribute('data-version')).toBe('2');
+    act(() => useConnections.getState().applyStatus('c1', 'online'));
+    await waitFor(() => expect(screen.getByTestId('pairing-panel').getAttribute('data-state')).toBe('linked'));
+    await act(async () => vi.advanceTimersByTimeAsync(1300));
+    expect(onLinked).toHaveBeenCalledTimes(1);
+    vi.useRealTimers();
+  });
+});
