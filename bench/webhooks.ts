@@ -4,7 +4,7 @@
  * (a) Dispatcher capacity: events appended straight to the log (outbox rows in the same transactions, 500 per
  *     transaction) for 1 and for 10 webhooks, then the dispatcher drains them to a loopback consumer; reports
  *     sustained deliveries/s (first claim to last receipt). Target ≥ 3,000/s.
- * (b) End to end: `switchboard serve --sandbox` as a child process, a paired connection, a webhook to a loopback
+ * (b) End to end: `switchboard sandbox` and `switchboard serve --sandbox --wa-url` as child processes, a paired connection, a webhook to a loopback
  *     consumer; a sandbox contact sends R msg/s for S s; latency = consumer receipt − the event's log timestamp
  *     (the engine's commit). Target p99 < 50 ms.
  */
@@ -16,7 +16,7 @@ import { openStore } from '../service/db/store.ts';
 import { WebhookDispatcher } from '../service/webhooks/dispatcher.ts';
 import { generateSigningSecret } from '../service/webhooks/signing.ts';
 import { UrlPolicy } from '../service/webhooks/url-policy.ts';
-import { runCli, startServe } from '../test/helpers/service-process.ts';
+import { runCli, startSandboxProcess, startServe } from '../test/helpers/service-process.ts';
 import { startConsumer } from '../test/integration/webhooks-consumer.ts';
 import type { BenchResult } from './index.ts';
 
@@ -76,9 +76,12 @@ async function endToEnd(rate: number, seconds: number) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-e2e-'));
   const receipts = new Map<string, number>();
   const consumer = await startConsumer({ record: false, onReceive: (r) => receipts.has(r.id) || receipts.set(r.id, Date.now()) });
-  const service = await startServe(['--sandbox', '--allow-lan-webhooks', '--typing-delay-ms', '0', '--port', '0', '--data-dir', dir, '--log-level', 'warn']);
+  // The sandbox runs in its own process, as WhatsApp's servers would: in-process its Signal encryption would
+  // compete with the engine for the same event loop and measure the sandbox, not Switchboard.
+  const sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
+  const service = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--allow-lan-webhooks', '--typing-delay-ms', '0', '--port', '0', '--data-dir', path.join(dir, 'service'), '--log-level', 'warn']);
   try {
-    const token = (await runCli(['token', 'create', '--user', 'bench', '--data-dir', dir])).stdout.trim();
+    const token = (await runCli(['token', 'create', '--user', 'bench', '--data-dir', path.join(dir, 'service')])).stdout.trim();
     const api = async (method: string, route: string, body?: unknown) => {
       const res = await fetch(`${service.apiUrl}${route}`, {
         method,
@@ -151,6 +154,7 @@ async function endToEnd(rate: number, seconds: number) {
     };
   } finally {
     await service.stop('SIGTERM');
+    await sandbox.stop('SIGTERM');
     await consumer.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }

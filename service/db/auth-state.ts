@@ -2,7 +2,7 @@
  * Tables `auth_creds` and `auth_keys`: the Baileys authentication state of each connection, stored as
  * BufferJSON text (the engine's `engine/auth-state.ts` does the (de)serialisation; this file only moves strings).
  */
-import type { Db } from './database.ts';
+import { relaxedTransaction, type Db } from './database.ts';
 
 export type AuthStateRepo = ReturnType<typeof authStateRepo>;
 
@@ -22,12 +22,15 @@ export function authStateRepo(db: Db) {
     clearCreds: db.prepare(`DELETE FROM auth_creds WHERE connection_id = ?`),
     clearKeys: db.prepare(`DELETE FROM auth_keys WHERE connection_id = ?`),
   };
-  const setMany = db.transaction((connectionId: string, rows: Array<[type: string, id: string, value: string | null]>) => {
-    for (const [type, id, value] of rows) {
-      if (value === null) q.delKey.run(connectionId, type, id);
-      else q.putKey.run(connectionId, type, id, value);
-    }
-  });
+  // Signal key writes commit with synchronous=NORMAL (see relaxedTransaction): the message commit that follows
+  // every decrypt, before its receipt leaves, syncs them to disk with it.
+  const setMany = (connectionId: string, rows: Array<[type: string, id: string, value: string | null]>) =>
+    relaxedTransaction(db, () => {
+      for (const [type, id, value] of rows) {
+        if (value === null) q.delKey.run(connectionId, type, id);
+        else q.putKey.run(connectionId, type, id, value);
+      }
+    });
   const clear = db.transaction((connectionId: string) => {
     q.clearKeys.run(connectionId);
     q.clearCreds.run(connectionId);

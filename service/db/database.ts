@@ -66,6 +66,25 @@ export function openDatabase(file: string): Db {
   }
 }
 
+/**
+ * Runs `fn` as one transaction committed with `synchronous=NORMAL` instead of FULL: as safe as FULL against a
+ * process crash (the WAL is written before the commit returns), and made safe against power loss by the next FULL
+ * commit, which syncs the whole WAL including these frames. Only for writes whose loss on a power cut breaks no
+ * promise: Baileys' Signal key state (its own retry receipts repair a rolled-back session) and webhook claims and
+ * outcomes (a lost one means a redelivery; delivery stays at-least-once). Everything the service promises —
+ * messages, events, outbox rows — keeps FULL, and it commits before any receipt leaves the process.
+ * Inside an outer transaction, `fn` simply joins it (the setting cannot change mid-transaction).
+ */
+export function relaxedTransaction<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  db.pragma('synchronous = NORMAL');
+  try {
+    return db.transaction(fn)();
+  } finally {
+    db.pragma('synchronous = FULL');
+  }
+}
+
 /** Current time as an ISO 8601 UTC string, the format of every stored `*_at` column. */
 export function nowIso(): string {
   return new Date().toISOString();

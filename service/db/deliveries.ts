@@ -6,7 +6,7 @@
  * Rows of a paused webhook are written as `skipped`. Internal status `delivering` shows as `pending` in the API.
  */
 import type { Db } from './database.ts';
-import { nowIso } from './database.ts';
+import { nowIso, relaxedTransaction } from './database.ts';
 
 export type DeliveryStatus = 'pending' | 'delivering' | 'delivered' | 'failed' | 'skipped';
 
@@ -178,7 +178,7 @@ export function deliveriesRepo(db: Db) {
      * @param want webhook id → how many rows it can take now
      */
     claim(want: ReadonlyMap<string, number>, now: number, leaseUntil: number): ClaimedDelivery[] {
-      return db.transaction(() => {
+      return relaxedTransaction(db, () => {
         const out: ClaimedDelivery[] = [];
         for (const [webhookId, limit] of want) {
           if (limit <= 0) continue;
@@ -196,12 +196,12 @@ export function deliveriesRepo(db: Db) {
           }
         }
         return out;
-      })();
+      });
     },
     /** Records many attempt outcomes in one transaction. */
     complete(outcomes: readonly DeliveryOutcome[]): void {
       if (outcomes.length === 0) return;
-      db.transaction(() => {
+      relaxedTransaction(db, () => {
         const now = nowIso();
         for (const o of outcomes) {
           if (o.kind === 'delivered') q.delivered.run({ id: o.id, now, status: o.status, response: o.response });
@@ -210,7 +210,7 @@ export function deliveriesRepo(db: Db) {
           else if (o.kind === 'release') q.release.run(o.id);
           else q.failed.run({ id: o.id, status: o.status, error: o.error, response: o.response });
         }
-      })();
+      });
     },
     /**
      * Returns leased rows to `pending` (due now) — all of them at boot (`all`: the previous process is gone), or

@@ -3,21 +3,18 @@
  * (`switchboard sandbox`), the service points at it (`serve --sandbox --wa-url`), and a message a contact sends
  * while the service is down is accepted by the sandbox (201) and delivered once the service is back, with no scan.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ALICE_JID = '15550101@s.whatsapp.net';
 
 describe('messages sent while the service is down', () => {
   let dir: string;
-  let sandboxProc: ChildProcess;
+  let sandbox: SandboxProcess;
   let sandboxUrl: string;
   const services: ServiceProcess[] = [];
   let token: string;
@@ -42,26 +39,15 @@ describe('messages sent while the service is down', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-offline-'));
-    sandboxProc = spawn(process.execPath, [path.join(root, 'bin/switchboard.js'), 'sandbox', '--port', '0', '--seed', '--data-dir', path.join(dir, 'sandbox')], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    sandboxUrl = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      sandboxProc.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /^Sandbox: (\S+)$/m.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      sandboxProc.once('exit', (code) => reject(new Error(`sandbox exited with ${code}`)));
-    });
+    sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
+    sandboxUrl = sandbox.url;
     const created = await runCli(['token', 'create', '--user', 'ops', '--data-dir', path.join(dir, 'service')]);
     token = created.stdout.trim();
   });
 
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop('SIGKILL')));
-    sandboxProc?.kill('SIGKILL');
+    await sandbox?.stop('SIGKILL');
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -5,22 +5,19 @@
  * every logged event reached the webhook at least once (by `webhook-id`), duplicates carry the same id and the
  * same body, every signature verified, and every message the sandbox accepted is in the log.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startConsumer, type Consumer } from '../integration/webhooks-consumer.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KILLS = 3;
 
 describe('webhook delivery survives kill -9', () => {
   let dir: string;
-  let sandboxProc: ChildProcess;
+  let sandbox: SandboxProcess;
   let sandboxUrl: string;
   let consumer: Consumer;
   let token: string;
@@ -55,25 +52,14 @@ describe('webhook delivery survives kill -9', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-wh-crash-'));
     consumer = await startConsumer();
-    sandboxProc = spawn(process.execPath, [path.join(root, 'bin/switchboard.js'), 'sandbox', '--port', '0', '--seed', '--data-dir', path.join(dir, 'sandbox')], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    sandboxUrl = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      sandboxProc.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /^Sandbox: (\S+)$/m.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      sandboxProc.once('exit', (code) => reject(new Error(`sandbox exited with ${code}`)));
-    });
+    sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
+    sandboxUrl = sandbox.url;
     token = (await runCli(['token', 'create', '--user', 'crash', '--data-dir', path.join(dir, 'service')])).stdout.trim();
   });
 
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop('SIGKILL')));
-    sandboxProc?.kill('SIGKILL');
+    await sandbox?.stop('SIGKILL');
     await consumer?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });

@@ -61,6 +61,43 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): P
   };
 }
 
+export interface SandboxProcess {
+  /** Admin API base, e.g. `http://127.0.0.1:PORT`. */
+  url: string;
+  /** What `serve --wa-url` takes: `ws://127.0.0.1:PORT/ws/chat`. */
+  wsUrl: string;
+  child: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `switchboard sandbox --port 0 --seed --data-dir DIR` and waits for its `Sandbox:` line. */
+export async function startSandboxProcess(dataDir: string): Promise<SandboxProcess> {
+  const child = spawn(process.execPath, [bin, 'sandbox', '--port', '0', '--seed', '--data-dir', dataDir], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^Sandbox: (\S+)$/m.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`sandbox exited with ${code}`)));
+  });
+  return {
+    url,
+    wsUrl: `${url.replace(/^http/, 'ws')}/ws/chat`,
+    child,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
 /** Runs a one-shot CLI command and returns its stdout, stderr and exit code. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
