@@ -79,7 +79,12 @@ async function endToEnd(rate: number, seconds: number) {
   // The sandbox runs in its own process, as WhatsApp's servers would: in-process its Signal encryption would
   // compete with the engine for the same event loop and measure the sandbox, not Switchboard.
   const sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
-  const service = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--allow-lan-webhooks', '--typing-delay-ms', '0', '--port', '0', '--data-dir', path.join(dir, 'service'), '--log-level', 'warn']);
+  const service = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--allow-lan-webhooks', '--typing-delay-ms', '0', '--port', '0', '--data-dir', path.join(dir, 'service'), '--log-level', 'warn']).catch(
+    async (err: unknown) => {
+      await sandbox.stop('SIGKILL');
+      throw err;
+    },
+  );
   try {
     const token = (await runCli(['token', 'create', '--user', 'bench', '--data-dir', path.join(dir, 'service')])).stdout.trim();
     const api = async (method: string, route: string, body?: unknown) => {

@@ -73,10 +73,11 @@ export function openDatabase(file: string): Db {
  * promise: Baileys' Signal key state (its own retry receipts repair a rolled-back session) and webhook claims and
  * outcomes (a lost one means a redelivery; delivery stays at-least-once). Everything the service promises —
  * messages, events, outbox rows — keeps FULL, and it commits before any receipt leaves the process.
- * Inside an outer transaction, `fn` simply joins it (the setting cannot change mid-transaction).
+ * Inside an outer transaction (or the store's open group-commit batch), `fn` joins it as a savepoint and commits
+ * with it (the setting cannot change mid-transaction).
  */
 export function relaxedTransaction<T>(db: Db, fn: () => T): T {
-  if (db.inTransaction) return fn();
+  if (db.inTransaction) return db.transaction(fn)(); // joins it, as a savepoint
   db.pragma('synchronous = NORMAL');
   try {
     return db.transaction(fn)();

@@ -78,8 +78,39 @@ export function createStore(db: Db) {
     }
   }
 
+  // ---- group commit ------------------------------------------------------------------------------------
+  // Incoming traffic (the engine's `ingest`) is written into one open transaction that commits BATCH_WINDOW_MS
+  // after it opened: one fsync for every message of that window instead of one each (a FULL commit costs
+  // 0.2–1.5 ms here). Nothing leaves the process before its batch commits: events are published, the webhook
+  // dispatcher woken and the engine's held frames (receipts) sent only afterwards (`whenDurable`). Any other
+  // transaction (`tx`, an API write) commits the open batch first, and the HTTP layer commits it before each
+  // response, so an answer never reports a write that is not on disk.
+  const BATCH_WINDOW_MS = 4;
+  let batchOpen = false;
+  let batchTimer: NodeJS.Timeout | undefined;
+  const afterBatch: Array<() => void> = [];
+
+  /** Commits the open batch, if any, then publishes its events and runs what waited for it. */
+  function commitBatch(): void {
+    if (!batchOpen) return;
+    clearTimeout(batchTimer);
+    batchOpen = false;
+    try {
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      pending.length = 0;
+      outboxRows = 0;
+      afterBatch.length = 0; // held frames are dropped with the socket the engine now closes
+      throw err;
+    }
+    flush();
+    for (const cb of afterBatch.splice(0)) cb();
+  }
+
   /** Runs `fn` in a transaction (a savepoint when nested); events it appends are published after the outermost commit. */
   function tx<T>(fn: () => T): T {
+    if (depth === 0) commitBatch();
     const mark = pending.length;
     depth++;
     try {
@@ -91,6 +122,38 @@ export function createStore(db: Db) {
       depth--;
       pending.length = mark;
       if (depth === 0) outboxRows = 0;
+      throw err;
+    }
+  }
+
+  /**
+   * Runs `fn` (in a savepoint) inside the current group-commit batch, opening one when none is open. Its writes
+   * are durable, and its events published, when the batch commits — at most BATCH_WINDOW_MS later.
+   */
+  function ingest<T>(fn: () => T): T {
+    if (depth > 0) return tx(fn);
+    if (!batchOpen) {
+      db.exec('BEGIN IMMEDIATE');
+      batchOpen = true;
+      batchTimer = setTimeout(() => {
+        try {
+          commitBatch();
+        } catch {
+          // Reported to the writers through the rolled-back state; nothing else to do from a timer.
+        }
+      }, BATCH_WINDOW_MS);
+    }
+    const mark = pending.length;
+    const outboxMark = outboxRows;
+    depth++;
+    try {
+      const result = db.transaction(fn)(); // a savepoint inside the batch
+      depth--;
+      return result;
+    } catch (err) {
+      depth--;
+      pending.length = mark;
+      outboxRows = outboxMark;
       throw err;
     }
   }
@@ -110,6 +173,16 @@ export function createStore(db: Db) {
     webhooks,
     deliveries,
     tx,
+    ingest,
+    /** Commits the open group-commit batch now (before an API response, at shutdown). */
+    commitPending(): void {
+      commitBatch();
+    },
+    /** Runs `cb` once everything written so far is durable: now, or when the open batch commits. */
+    whenDurable(cb: () => void): void {
+      if (batchOpen) afterBatch.push(cb);
+      else cb();
+    },
     /**
      * Logs an event for `userId` (inside the caller's `tx`, or in its own) and, in the same transaction, writes the
      * webhook outbox rows for it. `opts.onlyWebhookId` sends it to that one webhook only, subscribed or not.
@@ -134,7 +207,10 @@ export function createStore(db: Db) {
       return () => outboxListeners.delete(listener);
     },
     close(): void {
-      if (db.open) db.close();
+      if (db.open) {
+        commitBatch();
+        db.close();
+      }
     },
   };
 }

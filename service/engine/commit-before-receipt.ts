@@ -6,9 +6,10 @@
  * once the server has the receipt it drops the message, so a crash between the two lost it. The chain from the
  * socket's write callback to our `messages.upsert` handler is all microtasks (promisified `ws.send` →
  * `sendRawMessage` → `sendReceipt` → `upsertMessage` → `ev.emit` → the engine's synchronous SQLite commit), and
- * the event buffer is off (see `disableEventBuffer` in session.ts). So we acknowledge each write at once and put
- * the bytes on the wire from a `setImmediate`, which runs after that chain. Frames keep their order (the Noise
- * transport's nonces depend on it); the cost is well under a millisecond of latency per write.
+ * the event buffer is off (see `disableEventBuffer` in session.ts). So we acknowledge each write at once, and from a
+ * `setImmediate`, which runs after that chain, hand the frames to `whenDurable`: they go on the wire once the store's
+ * group commit holding the message has committed (at most a few milliseconds). Frames keep their order (the Noise
+ * transport's nonces depend on it).
  *
  * Hooks the underlying `ws` WebSocket (`sock.ws.socket`), which rc14 creates synchronously inside `makeWASocket`
  * (lib/Socket/Client/websocket.js `connect()`): call this right after `makeWASocket` returns.
@@ -20,14 +21,17 @@ interface RawSocket {
   send(data: unknown, cb?: SendCallback): void;
 }
 
-export function sendFramesAfterCommit(sock: WASocket): void {
+/**
+ * @param whenDurable runs its callback once every write made so far is durable (the store's group commit):
+ *   the held frames go out then.
+ */
+export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): void {
   const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
   if (!raw) return;
   const send = raw.send.bind(raw);
   let queue: unknown[] = [];
   let scheduled = false;
-  const flush = () => {
-    scheduled = false;
+  const sendQueued = () => {
     const frames = queue;
     queue = [];
     for (const frame of frames) {
@@ -42,7 +46,10 @@ export function sendFramesAfterCommit(sock: WASocket): void {
     queue.push(data);
     if (!scheduled) {
       scheduled = true;
-      setImmediate(flush);
+      setImmediate(() => {
+        scheduled = false;
+        whenDurable(sendQueued);
+      });
     }
     if (cb) queueMicrotask(() => cb());
   };

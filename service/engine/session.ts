@@ -196,7 +196,7 @@ export class Session {
     });
     this.#sock = sock;
     disableEventBuffer(sock);
-    sendFramesAfterCommit(sock);
+    sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
@@ -374,7 +374,7 @@ export class Session {
   #onContacts(list: BaileysEventMap['contacts.update']): void {
     const ctx = this.modelContext();
     const { store } = this.deps;
-    store.tx(() => {
+    store.ingest(() => {
       for (const c of list) {
         if (!c.id) continue;
         const jid = toPnJid(c.id, c.phoneNumber, ctx);
@@ -437,7 +437,7 @@ export class Session {
     const { store } = this.deps;
     const ctx = this.modelContext();
     const downloads: string[] = [];
-    store.tx(() => {
+    store.ingest(() => {
       for (const msg of messages) {
         const kind = classify(msg);
         switch (kind.kind) {
@@ -649,7 +649,7 @@ export class Session {
   #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
     const { store } = this.deps;
     const ctx = this.modelContext();
-    store.tx(() => {
+    store.ingest(() => {
       for (const { key, update } of updates) {
         if (typeof update.status !== 'number' || !key.id) continue;
         if (!key.fromMe) {

@@ -77,6 +77,12 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerRequestLog(app);
+  // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
+  // that is not on disk yet, so commit whatever is open before any answer leaves.
+  app.addHook('onSend', async (_request, _reply, payload) => {
+    deps.store.commitPending();
+    return payload;
+  });
   await registerOpenApi(app, { prefix: API_PREFIX, version: deps.version });
 
   const live = new LiveCredentials();
