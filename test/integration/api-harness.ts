@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
+import type { Billing } from '../../service/billing/billing.ts';
 import { issueToken } from '../../service/auth/api-tokens.ts';
 import type { ConnectionRow } from '../../service/db/connections.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
@@ -39,6 +40,8 @@ export interface TestApi {
   dataDir: string;
   store: Store;
   engine: Engine;
+  /** The billing service, when `opts.billing` built one. */
+  billing?: Billing;
   app: ApiInstance;
   /** `http://127.0.0.1:PORT/api` */
   baseUrl: string;
@@ -62,10 +65,19 @@ export type TestAppOptions = Partial<
   Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs'>
 >;
 
-export async function startTestApi(
-  opts: { streamLimits?: Partial<StreamLimits>; app?: TestAppOptions } = {},
-): Promise<TestApi> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-api-'));
+export interface TestApiOptions {
+  streamLimits?: Partial<StreamLimits>;
+  app?: TestAppOptions;
+  /** Use this data dir (kept on close) instead of a fresh temp dir (removed on close). */
+  dataDir?: string;
+  /** Builds the billing service; `origin()` is the API's origin once it listens. */
+  billing?: (deps: { store: Store; logger: Logger; origin: () => string }) => Billing;
+  /** Status of connections made with `connection()` when none is given; default `scan_qr`. */
+  connectionStatus?: ConnectionRow['status'];
+}
+
+export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sb-api-'));
   let logText = '';
   const logger = pino(
     { level: 'debug' },
@@ -84,6 +96,8 @@ export async function startTestApi(
     workerId: 'test',
     mediaDir: path.join(dataDir, 'media'),
   });
+  let origin = '';
+  const billing = opts.billing?.({ store, logger, origin: () => origin });
   const app = await buildApp({
     store,
     engine,
@@ -93,15 +107,18 @@ export async function startTestApi(
     sandbox: false,
     startedAt: Date.now(),
     ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
+    ...(billing && { billing }),
     ...opts.app,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api`;
+  origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const baseUrl = `${origin}/api`;
 
   return {
     dataDir,
     store,
     engine,
+    ...(billing && { billing }),
     app,
     baseUrl,
     logs: () => logText,
@@ -110,7 +127,7 @@ export async function startTestApi(
       const { record, token } = issueToken(store.tokens, user.id, 'test');
       return { id: user.id, name, token, tokenId: record.id };
     },
-    connection(userId, status = 'scan_qr') {
+    connection(userId, status = opts.connectionStatus ?? 'scan_qr') {
       const row = store.connections.insert({ id: randomUUID(), userId, name: null, workerId: 'test' });
       store.connections.setStatus(row.id, status, null);
       return store.connections.get(row.id)!;
@@ -135,7 +152,7 @@ export async function startTestApi(
       await app.close();
       await engine.close();
       store.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
