@@ -9,6 +9,9 @@
  *   GET  /accounts/:phoneNumber/devices   → 200 [{ deviceId, jid, lid, platform, online, linkedAt, lastSeenAt }] (extra)
  *   DELETE /accounts/:phoneNumber/devices/:deviceId → 204 | 404 `Device not found` — unlink a companion as
  *                                           the phone would; a connected client is closed with 401 (extra)
+ *   POST /accounts/:phoneNumber/devices/:deviceId/disconnect { code } → 204 | 400 | 404 | 409 `Device is not
+ *                                           connected` — drop its connection as the server would: 428 silent
+ *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
@@ -80,6 +83,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 function sendError(res: ServerResponse, status: number, message: string): void {
   send(res, status, { message, statusCode: status, error: STATUS_CODES[status] ?? 'Error' });
 }
+
+/** Close codes `POST …/devices/:id/disconnect` can produce (Baileys' DisconnectReason values, brief A4). */
+const DISCONNECT_CODES = [408, 428, 440, 500, 503, 515];
 
 function readJson(req: IncomingMessage, maxBody = MAX_BODY): Promise<Json> {
   return new Promise((resolve, reject) => {
@@ -260,6 +266,20 @@ export function createAdminHandler(
       const deviceId = Number(parts[3]);
       if (!Number.isInteger(deviceId) || deviceId < 1) throw new HttpError(400, 'deviceId must be a positive integer');
       if (!ctx.delivery.unlinkDevice(account, deviceId)) throw new HttpError(404, 'Device not found');
+      res.writeHead(204).end();
+      return;
+    }
+    if (sub === 'devices' && parts.length === 5 && parts[4] === 'disconnect') {
+      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
+      const deviceId = Number(parts[3]);
+      if (!Number.isInteger(deviceId) || deviceId < 1) throw new HttpError(400, 'deviceId must be a positive integer');
+      const body = await readJson(req);
+      const code = (body as { code?: unknown }).code;
+      if (!Number.isInteger(code) || !DISCONNECT_CODES.includes(code as number)) {
+        throw new HttpError(400, `body/code must be one of ${DISCONNECT_CODES.join(', ')}`);
+      }
+      if (!store.getDevice(account.pn, deviceId)) throw new HttpError(404, 'Device not found');
+      if (!ctx.delivery.disconnectDevice(account, deviceId, code as number)) throw new HttpError(409, 'Device is not connected');
       res.writeHead(204).end();
       return;
     }

@@ -417,6 +417,22 @@ export class Delivery {
   }
 
   /**
+   * Drop a linked companion's connection the way WhatsApp's servers do, to exercise the client's reconnect policy
+   * (brief A4): 428 closes the WebSocket without a word (Baileys reports `connectionClosed`), 440 sends
+   * `<stream:error><conflict type="replaced"/>`, any other code `<stream:error code=…/>` (408, 500, 503, 515 …).
+   * The device stays linked.
+   * @returns false when that device has no open connection.
+   */
+  disconnectDevice(account: AccountRow, deviceId: number, code: number): boolean {
+    const link = this.links.get(linkKey(account.pn, deviceId));
+    if (!link) return false;
+    if (code === 428) link.conn.close();
+    else if (code === 440) link.conn.replaced();
+    else link.conn.streamError(String(code));
+    return true;
+  }
+
+  /**
    * Unlink a companion: delete it (its prekeys and queue cascade) and the phones' sessions with it, close
    * its connection with `<failure reason="401"/>` (unless it is `except`, which logged out itself), and
    * tell the other companions the account's device list changed.
