@@ -1,6 +1,8 @@
 /**
  * Benchmark runner: `npm run bench -- <name> [args]` runs bench/<name>.ts's `run(args)`, prints its markdown table
  * and writes its JSON to bench/results/<name>-<timestamp>.json. Loopback only, bounded in time.
+ * `npm run bench` (or `npm run bench -- all`) runs every benchmark in sequence with its defaults; a failing one is
+ * reported and the others still run (exit code 1 at the end).
  * Add a benchmark by adding a file that exports `run(args: string[]): Promise<BenchResult>` and a line below.
  */
 import fs from 'node:fs';
@@ -16,18 +18,38 @@ export interface BenchResult {
 const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<BenchResult> }>> = {
   webhooks: () => import('./webhooks.ts'),
   messages: () => import('./messages.ts'),
+  ingest: () => import('./ingest.ts'),
+  scale: () => import('./scale.ts'),
+  history: () => import('./history.ts'),
+  api: () => import('./api.ts'),
+  coldstart: () => import('./coldstart.ts'),
 };
 
-const [name, ...args] = process.argv.slice(2);
-if (!name || !BENCHES[name]) {
-  process.stderr.write(`Usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [args]\n`);
+const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+
+async function runOne(name: string, args: string[]): Promise<void> {
+  const started = performance.now();
+  const result = await (await BENCHES[name]!()).run(args);
+  process.stdout.write(`\n${result.markdown}\n`);
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify({ name: result.name, at: new Date().toISOString(), node: process.version, data: result.data }, null, 2));
+  process.stdout.write(`\nJSON: ${path.relative(process.cwd(), file)} (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+}
+
+const [name = 'all', ...args] = process.argv.slice(2);
+if (name !== 'all' && !BENCHES[name]) {
+  process.stderr.write(`Usage: npm run bench -- <all|${Object.keys(BENCHES).join('|')}> [args]\n`);
   process.exit(2);
 }
-const result = await (await BENCHES[name]()).run(args);
-process.stdout.write(`\n${result.markdown}\n`);
-const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
-fs.mkdirSync(dir, { recursive: true });
-const file = path.join(dir, `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-fs.writeFileSync(file, JSON.stringify({ name: result.name, at: new Date().toISOString(), node: process.version, data: result.data }, null, 2));
-process.stdout.write(`\nJSON: ${path.relative(process.cwd(), file)}\n`);
-process.exit(0);
+let failed = false;
+for (const n of name === 'all' ? Object.keys(BENCHES) : [name]) {
+  try {
+    await runOne(n, name === 'all' ? [] : args);
+  } catch (err) {
+    if (name !== 'all') throw err;
+    failed = true;
+    process.stderr.write(`\nbench ${n} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+}
+process.exit(failed ? 1 : 0);
