@@ -11,6 +11,11 @@
  * group commit holding the message has committed (at most a few milliseconds). Frames keep their order (the Noise
  * transport's nonces depend on it).
  *
+ * History sync chunks need more than one turn: rc14 sends the chunk's receipts (delivery + `hist_sync`) and only then
+ * inflates and decodes the chunk (zlib on the thread pool, several turns) before it emits `messaging-history.set`.
+ * For those the engine calls `hold()` when the chunk's `messages.upsert` arrives (synchronously after the receipts
+ * were written, like any message) and releases it once the chunk is committed: every frame stays queued meanwhile.
+ *
  * Hooks the underlying `ws` WebSocket (`sock.ws.socket`), which rc14 creates synchronously inside `makeWASocket`
  * (lib/Socket/Client/websocket.js `connect()`): call this right after `makeWASocket` returns.
  */
@@ -21,17 +26,24 @@ interface RawSocket {
   send(data: unknown, cb?: SendCallback): void;
 }
 
+export interface FrameGate {
+  /** Keeps every frame (queued and later ones) from the wire until the returned function is called (idempotent). */
+  hold(): () => void;
+}
+
 /**
  * @param whenDurable runs its callback once every write made so far is durable (the store's group commit):
  *   the held frames go out then.
  */
-export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): void {
+export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): FrameGate {
   const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
-  if (!raw) return;
+  if (!raw) return { hold: () => () => undefined };
   const send = raw.send.bind(raw);
   let queue: unknown[] = [];
   let scheduled = false;
+  let holds = 0;
   const sendQueued = () => {
+    if (holds > 0) return; // the last release sends them
     const frames = queue;
     queue = [];
     for (const frame of frames) {
@@ -52,5 +64,16 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
       });
     }
     if (cb) queueMicrotask(() => cb());
+  };
+  return {
+    hold() {
+      holds++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        if (--holds === 0) whenDurable(sendQueued);
+      };
+    },
   };
 }

@@ -21,9 +21,11 @@ import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
   DisconnectReason,
+  getHistoryMsg,
   jidDecode,
   jidNormalizedUser,
   makeCacheableSignalKeyStore,
+  PROCESSABLE_HISTORY_TYPES,
   proto,
   type BaileysEventMap,
   type WAMessage,
@@ -34,7 +36,7 @@ import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import { messageIdOf, type Message, type StoredMessage } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
-import { sendFramesAfterCommit } from './commit-before-receipt.ts';
+import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import {
   chatIdOf,
@@ -55,6 +57,12 @@ const MAX_QR_CYCLES = 5;
 const MAX_BACKOFF_MS = 60_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
 const HISTORY_WAIT_MS = 15_000;
+/**
+ * Longest time outgoing frames wait for a history chunk to be committed (its receipts are among them). A chunk takes
+ * well under a second; past this (a chunk Baileys failed to process emits nothing) they are released anyway, before
+ * Baileys' keep-alive (30 s + 5 s) would call the connection lost.
+ */
+const HISTORY_HOLD_MAX_MS = 20_000;
 
 export interface SessionDeps {
   store: Store;
@@ -90,6 +98,8 @@ export class Session {
   /** Whether the current socket has shown a QR (so its close ends a pairing attempt, not a failed connect). */
   #qrShown = false;
   #pendingDone = false;
+  /** The current socket reported `open` (a linked session is online only then, never on a previous socket's status). */
+  #socketOpen = false;
   #awaitingHistory = false;
   #opened: Promise<void>;
   #resolveOpened!: () => void;
@@ -99,6 +109,10 @@ export class Session {
   /** Eager downloads waiting for a slot. */
   readonly #mediaQueue: string[] = [];
   #mediaActive = 0;
+  /** The current socket's frame gate (commit-before-receipt.ts). */
+  #gate: FrameGate | undefined;
+  /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
+  #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
 
   constructor(
     connection: ConnectionRow,
@@ -152,6 +166,10 @@ export class Session {
     clearTimeout(this.#historyTimer);
     const sock = this.#sock;
     this.#sock = undefined;
+    // Held receipts of uncommitted history chunks must not leave (the sandbox/server sends those chunks again);
+    // a logout's frames must, and the history no longer matters then.
+    if (opts.logout) for (const h of this.#historyHolds) h.release();
+    this.#dropHistoryHolds();
     if (sock) {
       if (opts.logout && this.#auth?.creds.me) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
@@ -173,6 +191,7 @@ export class Session {
     const auth = loadAuthState(store.authState, this.connectionId);
     this.#auth = auth;
     this.#pendingDone = false;
+    this.#socketOpen = false;
     this.#qrShown = false;
     this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
     const baileysLogger = logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel });
@@ -196,7 +215,8 @@ export class Session {
     });
     this.#sock = sock;
     disableEventBuffer(sock);
-    sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
+    this.#dropHistoryHolds();
+    this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
@@ -235,7 +255,7 @@ export class Session {
   }
 
   #maybeOnline(): void {
-    if (this.#pendingDone && !this.#awaitingHistory && this.#status === 'connected') {
+    if (this.#socketOpen && this.#pendingDone && !this.#awaitingHistory && this.#status === 'connected') {
       clearTimeout(this.#historyTimer);
       this.#setStatus('online', null);
     }
@@ -244,6 +264,7 @@ export class Session {
   // ---- Baileys events ----------------------------------------------------------------------------------
 
   #onEvents(sock: WASocket, events: Events): void {
+    if (events['messages.upsert']) this.#holdForHistory(events['messages.upsert'].messages);
     if (events['creds.update']) this.#onCreds(events['creds.update']);
     if (events['connection.update']) this.#onConnection(sock, events['connection.update']);
     if (events['lid-mapping.update']) this.#onLidMapping(events['lid-mapping.update']);
@@ -281,6 +302,7 @@ export class Session {
       this.#setStatus('connected', 'paired');
     }
     if (u.connection === 'open') {
+      this.#socketOpen = true;
       this.#attempt = 0;
       this.#qrCycles = 0;
       const me = this.me;
@@ -306,6 +328,7 @@ export class Session {
     const linked = !!this.#auth?.creds.me;
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
+    this.#dropHistoryHolds();
     switch (code) {
       case DisconnectReason.restartRequired: // 515: expected right after pairing
         this.#scheduleReconnect('restart required', true);
@@ -390,7 +413,48 @@ export class Session {
     });
   }
 
+  /**
+   * A history sync chunk arrived: rc14 has already written its receipts, and stores nothing before it has inflated
+   * and decoded the chunk (several event-loop turns). Once the server has the receipt it never sends the chunk again,
+   * so a crash in between lost it: hold every outgoing frame until #onHistory has committed the chunk.
+   * Mirrors Baileys' own test for a chunk it will process (chats.js `shouldProcessHistoryMsg`, process-message.js).
+   */
+  #holdForHistory(messages: WAMessage[]): void {
+    for (const msg of messages) {
+      const hist = msg.message && msg.key.fromMe ? getHistoryMsg(msg.message) : undefined;
+      if (!hist || !PROCESSABLE_HISTORY_TYPES.includes(hist.syncType as unknown as proto.HistorySync.HistorySyncType) || !this.#gate) continue;
+      const hold = {
+        release: this.#gate.hold(),
+        timer: setTimeout(() => {
+          this.#log.warn({ chunkOrder: hist.chunkOrder }, 'history chunk not stored in time; sending its receipt anyway');
+          this.#historyHolds = this.#historyHolds.filter((h) => h !== hold);
+          hold.release();
+        }, HISTORY_HOLD_MAX_MS),
+      };
+      this.#historyHolds.push(hold);
+    }
+  }
+
+  /** Forgets the holds of a socket that is gone (its held frames go nowhere). */
+  #dropHistoryHolds(): void {
+    for (const h of this.#historyHolds.splice(0)) clearTimeout(h.timer);
+  }
+
   #onHistory(h: BaileysEventMap['messaging-history.set']): void {
+    try {
+      this.#storeHistory(h);
+    } finally {
+      // committed (or failed, logged by #onEvents' caller): the chunk's receipts may go now
+      const hold = this.#historyHolds.shift();
+      if (hold) {
+        clearTimeout(hold.timer);
+        hold.release();
+      }
+    }
+    if (h.syncType === proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP || h.isLatest) this.#historyDone();
+  }
+
+  #storeHistory(h: BaileysEventMap['messaging-history.set']): void {
     const { store } = this.deps;
     store.tx(() => {
       for (const m of h.lidPnMappings ?? []) {
@@ -430,7 +494,6 @@ export class Session {
       }
       this.#log.info({ chats: h.chats.length, contacts: h.contacts.length, messages: stored, syncType: h.syncType }, 'history sync stored');
     });
-    if (h.syncType === proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP || h.isLatest) this.#historyDone();
   }
 
   #onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {

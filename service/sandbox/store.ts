@@ -17,6 +17,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate } from './schema.ts';
+import { DatabaseOpenError } from '../db/database.ts';
 
 export interface AccountRow {
   pn: string;
@@ -393,13 +394,20 @@ export class Store {
    */
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(join(dataDir, 'sandbox.db'));
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
-    migrate(this.db);
-    this.s = prepareStatements(this.db);
+    const file = join(dataDir, 'sandbox.db');
+    this.db = new Database(file);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('foreign_keys = ON');
+      this.db.pragma('busy_timeout = 5000');
+      migrate(this.db);
+      this.s = prepareStatements(this.db);
+    } catch (err) {
+      // A corrupt file fails the first pragma, before anything is written: report it (one line, naming the file).
+      this.db.close();
+      throw new DatabaseOpenError(`Cannot use ${file} as the sandbox database: ${(err as Error).message}`, file);
+    }
   }
 
   // ---- group commit -------------------------------------------------------------------------
