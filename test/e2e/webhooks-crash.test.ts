@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startConsumer, type Consumer } from '../integration/webhooks-consumer.ts';
+import { jsonCall } from '../helpers/http.ts';
 
 const KILLS = 3;
 
@@ -39,15 +40,8 @@ describe('webhook delivery survives kill -9', () => {
     services.push(s);
     return s;
   };
-  const call = async (base: string, method: string, route: string, body?: unknown, auth = true) => {
-    const res = await fetch(`${base}${route}`, {
-      method,
-      headers: { ...(auth ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const call = (base: string, method: string, route: string, body?: unknown, auth = true) =>
+    jsonCall(base, method, route, body, auth ? token : undefined);
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-wh-crash-'));

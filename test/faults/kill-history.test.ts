@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { jsonCall } from '../helpers/http.ts';
 
 const HISTORY = 20_000;
 const PHONE_PN = '15550100';
@@ -27,15 +28,8 @@ describe('kill -9 during the initial history sync', () => {
     services.push(s);
     return s;
   };
-  const call = async (base: string, method: string, route: string, body?: unknown, auth = true) => {
-    const res = await fetch(`${base}${route}`, {
-      method,
-      headers: { ...(auth ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const call = (base: string, method: string, route: string, body?: unknown, auth = true) =>
+    jsonCall(base, method, route, body, auth ? token : undefined);
   /** Read-only views of the two databases (WAL: readers see committed data only, and never block the writers). */
   const readOnly = (file: string) => new Database(file, { readonly: true, fileMustExist: true });
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { jsonCall } from '../helpers/http.ts';
 
 const SENDS = 150;
 const ALICE_JID = '15550101@s.whatsapp.net';
@@ -25,15 +26,8 @@ describe('kill -9 during concurrent sends', () => {
     services.push(s);
     return s;
   };
-  const call = async (base: string, method: string, route: string, body?: unknown, auth = true) => {
-    const res = await fetch(`${base}${route}`, {
-      method,
-      headers: { ...(auth ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const call = (base: string, method: string, route: string, body?: unknown, auth = true) =>
+    jsonCall(base, method, route, body, auth ? token : undefined);
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-fault-send-'));
