@@ -5,45 +5,30 @@
  * acknowledge a chunk before it is committed: afterwards the history is complete (every message the phone holds is
  * stored exactly once), nothing is left in the sandbox's queue, and the connection is online again without a scan.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
+import { startExternalSandboxRig, type ExternalSandboxRig } from '../helpers/external-sandbox.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { jsonCall } from '../helpers/http.ts';
 
 const HISTORY = 20_000;
 const PHONE_PN = '15550100';
 
 describe('kill -9 during the initial history sync', () => {
+  let rig: ExternalSandboxRig;
   let dir: string;
-  let sandbox: SandboxProcess;
-  let token: string;
-  const services: ServiceProcess[] = [];
-
-  const serve = async () => {
-    const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--port', '0', '--data-dir', path.join(dir, 'service')]);
-    services.push(s);
-    return s;
-  };
-  const call = (base: string, method: string, route: string, body?: unknown, auth = true) =>
-    jsonCall(base, method, route, body, auth ? token : undefined);
+  let sandbox: ExternalSandboxRig['sandbox'];
+  const serve = () => rig.serve();
+  const call: ExternalSandboxRig['call'] = (...args) => rig.call(...args);
   /** Read-only views of the two databases (WAL: readers see committed data only, and never block the writers). */
   const readOnly = (file: string) => new Database(file, { readonly: true, fileMustExist: true });
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-fault-hist-'));
-    sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
-    token = (await runCli(['token', 'create', '--user', 'hist', '--data-dir', path.join(dir, 'service')])).stdout.trim();
+    rig = await startExternalSandboxRig({ prefix: 'sb-fault-hist-', user: 'hist' });
+    ({ dir, sandbox } = rig);
   });
 
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop('SIGKILL')));
-    await sandbox?.stop('SIGKILL');
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => rig?.close());
 
   it('keeps every chunk it stored and receives the unacknowledged ones again: complete, no duplicates', { timeout: 55_000 }, async () => {
     const seeded = await call(sandbox.url, 'POST', '/accounts/%2B15550100/history', { with: '+15550101', count: HISTORY }, false);
@@ -62,10 +47,7 @@ describe('kill -9 during the initial history sync', () => {
     const id = c.body.id as string;
     const serviceDb = readOnly(path.join(dir, 'service', 'switchboard.db'));
     const storedCount = () => (serviceDb.prepare('SELECT count(*) AS n FROM messages WHERE connection_id = ?').get(id) as { n: number }).n;
-    const qr = await waitFor('QR', async () => {
-      const r = await call(service.apiUrl, 'GET', `/connections/${id}/qr?format=text`);
-      return r.status === 200 ? (r.body.value as string) : undefined;
-    });
+    const qr = await rig.qrText(service, id);
     const scan = call(sandbox.url, 'POST', '/accounts/%2B15550100/scan', { qr }, false);
 
     // Kill as soon as part of the history is committed, while the rest is still being received or ingested.

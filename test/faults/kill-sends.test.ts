@@ -4,52 +4,32 @@
  * stored (once) and reached the contact exactly once; no text reached the contact twice (each call has a unique text),
  * whether or not its call was answered; and the connection comes back online and sends again.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../helpers/service-process.ts';
+import { startExternalSandboxRig, type ExternalSandboxRig } from '../helpers/external-sandbox.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { jsonCall } from '../helpers/http.ts';
 
 const SENDS = 150;
 const ALICE_JID = '15550101@s.whatsapp.net';
 
 describe('kill -9 during concurrent sends', () => {
-  let dir: string;
-  let sandbox: SandboxProcess;
-  let token: string;
-  const services: ServiceProcess[] = [];
-
-  const serve = async () => {
-    const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--port', '0', '--data-dir', path.join(dir, 'service')]);
-    services.push(s);
-    return s;
-  };
-  const call = (base: string, method: string, route: string, body?: unknown, auth = true) =>
-    jsonCall(base, method, route, body, auth ? token : undefined);
+  let rig: ExternalSandboxRig;
+  let sandbox: ExternalSandboxRig['sandbox'];
+  const serve = () => rig.serve();
+  const call: ExternalSandboxRig['call'] = (...args) => rig.call(...args);
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-fault-send-'));
-    sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
-    token = (await runCli(['token', 'create', '--user', 'sends', '--data-dir', path.join(dir, 'service')])).stdout.trim();
+    rig = await startExternalSandboxRig({ prefix: 'sb-fault-send-', user: 'sends' });
+    ({ sandbox } = rig);
   });
 
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop('SIGKILL')));
-    await sandbox?.stop('SIGKILL');
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => rig?.close());
 
   it('every answered send is stored and received exactly once; nothing is received twice', { timeout: 55_000 }, async () => {
     let service = await serve();
     const c = await call(service.apiUrl, 'POST', '/connections', {});
     const id = c.body.id as string;
     const status = async () => (await call(service.apiUrl, 'GET', `/connections/${id}`)).body.status as string;
-    const qr = await waitFor('QR', async () => {
-      const r = await call(service.apiUrl, 'GET', `/connections/${id}/qr?format=text`);
-      return r.status === 200 ? (r.body.value as string) : undefined;
-    });
+    const qr = await rig.qrText(service, id);
     expect((await call(sandbox.url, 'POST', '/accounts/%2B15550100/scan', { qr }, false)).status).toBe(200);
     await waitFor('online', async () => ((await status()) === 'online' ? true : undefined), { timeoutMs: 30_000 });
 
