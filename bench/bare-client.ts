@@ -8,41 +8,15 @@ import makeWASocket, {
   WA_CERT_DETAILS,
   initAuthCreds,
   makeCacheableSignalKeyStore,
-  proto,
   type AuthenticationState,
-  type SignalDataSet,
-  type SignalDataTypeMap,
   type WASocket,
 } from '@whiskeysockets/baileys';
 import { pino } from 'pino';
+import { memoryKeyStore } from '../test/sandbox/baileys-client.ts';
 import { enc, type JsonClient } from './lib.ts';
 
 function memoryAuthState(): AuthenticationState {
-  const keys: Record<string, Record<string, unknown>> = {};
-  return {
-    creds: initAuthCreds(),
-    keys: {
-      async get<T extends keyof SignalDataTypeMap>(type: T, ids: string[]) {
-        const out: { [id: string]: SignalDataTypeMap[T] } = {};
-        for (const id of ids) {
-          let value = keys[type]?.[id];
-          if (value === undefined) continue;
-          if (type === 'app-state-sync-key') value = proto.Message.AppStateSyncKeyData.fromObject(value as object);
-          out[id] = value as SignalDataTypeMap[T];
-        }
-        return out;
-      },
-      async set(data: SignalDataSet) {
-        for (const [type, entries] of Object.entries(data)) {
-          const bucket = (keys[type] ??= {});
-          for (const [id, value] of Object.entries(entries ?? {})) {
-            if (value === null || value === undefined) delete bucket[id];
-            else bucket[id] = value;
-          }
-        }
-      },
-    },
-  };
+  return { creds: initAuthCreds(), keys: memoryKeyStore({}) };
 }
 
 export interface BareClient {

@@ -15,6 +15,7 @@ import makeWASocket, {
   type BaileysEventMap,
   type SignalDataSet,
   type SignalDataTypeMap,
+  type SignalKeyStore,
   type WASocket,
 } from '@whiskeysockets/baileys';
 import { pino } from 'pino';
@@ -22,6 +23,31 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 
 type KeyMap = Record<string, Record<string, unknown>>;
+
+/** A Baileys SignalKeyStore over a plain in-memory map (`keys[type][id]`), app-state keys re-hydrated on read. */
+export function memoryKeyStore(keys: KeyMap): SignalKeyStore {
+  return {
+    async get<T extends keyof SignalDataTypeMap>(type: T, ids: string[]) {
+      const out: { [id: string]: SignalDataTypeMap[T] } = {};
+      for (const id of ids) {
+        let value = keys[type]?.[id];
+        if (value === undefined) continue;
+        if (type === 'app-state-sync-key') value = proto.Message.AppStateSyncKeyData.fromObject(value as object);
+        out[id] = value as SignalDataTypeMap[T];
+      }
+      return out;
+    },
+    async set(data: SignalDataSet) {
+      for (const [type, entries] of Object.entries(data)) {
+        const bucket = (keys[type] ??= {});
+        for (const [id, value] of Object.entries(entries ?? {})) {
+          if (value === null || value === undefined) delete bucket[id];
+          else bucket[id] = value;
+        }
+      }
+    },
+  };
+}
 
 /** Auth state kept in memory and written to `file` (BufferJSON) by `save()`. */
 function jsonFileAuthState(file: string): { state: AuthenticationState; save: () => Promise<void> } {
@@ -31,27 +57,7 @@ function jsonFileAuthState(file: string): { state: AuthenticationState; save: ()
   const { creds, keys } = loaded;
   const state: AuthenticationState = {
     creds,
-    keys: {
-      async get<T extends keyof SignalDataTypeMap>(type: T, ids: string[]) {
-        const out: { [id: string]: SignalDataTypeMap[T] } = {};
-        for (const id of ids) {
-          let value = keys[type]?.[id];
-          if (value === undefined) continue;
-          if (type === 'app-state-sync-key') value = proto.Message.AppStateSyncKeyData.fromObject(value as object);
-          out[id] = value as SignalDataTypeMap[T];
-        }
-        return out;
-      },
-      async set(data: SignalDataSet) {
-        for (const [type, entries] of Object.entries(data)) {
-          const bucket = (keys[type] ??= {});
-          for (const [id, value] of Object.entries(entries ?? {})) {
-            if (value === null || value === undefined) delete bucket[id];
-            else bucket[id] = value;
-          }
-        }
-      },
-    },
+    keys: memoryKeyStore(keys),
   };
   return {
     state,
