@@ -150,6 +150,7 @@ export function messagesRepo(db: Db) {
          raw = COALESCE(excluded.raw, raw)`,
     ),
     exists: db.prepare(`SELECT 1 FROM messages WHERE connection_id = ? AND id = ?`),
+    ackOf: db.prepare(`SELECT ack FROM messages WHERE connection_id = ? AND id = ?`),
     get: db.prepare(`SELECT ${COLUMNS} FROM messages WHERE connection_id = ? AND id = ?`),
     getRaw: db.prepare(`SELECT raw FROM messages WHERE connection_id = ? AND id = ?`),
     findRawByKey: db.prepare(`SELECT raw FROM messages WHERE connection_id = ? AND key_id = ? AND raw IS NOT NULL LIMIT 1`),
@@ -245,6 +246,10 @@ export function messagesRepo(db: Db) {
         raw: m.raw ? Buffer.from(m.raw) : null,
       });
       return !existed;
+    },
+    /** The stored ack of a message: a number or null when stored, undefined when there is no such message. */
+    ackOf(connectionId: string, id: string): number | null | undefined {
+      return (q.ackOf.get(connectionId, id) as { ack: number | null } | undefined)?.ack;
     },
     get(connectionId: string, id: string): Message | undefined {
       const r = q.get.get(connectionId, id) as RawRow | undefined;

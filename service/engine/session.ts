@@ -693,9 +693,9 @@ export class Session {
    */
   #storeMessage(m: StoredMessage): Message {
     const { store } = this.deps;
-    const before = store.messages.get(this.connectionId, m.id);
-    store.messages.upsert(this.connectionId, m);
-    if (!before) {
+    const beforeAck = store.messages.ackOf(this.connectionId, m.id);
+    const isNew = store.messages.upsert(this.connectionId, m);
+    if (isNew) {
       store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: m.fromMe ? 0 : 1 });
       if (!m.fromMe && m.senderPushName) {
         store.contacts.upsert(this.connectionId, { jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
@@ -703,7 +703,7 @@ export class Session {
       store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
     }
     const after = store.messages.get(this.connectionId, m.id)!;
-    if (m.fromMe && after.ack !== null && after.ack !== (before?.ack ?? 1)) {
+    if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
       store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
     }
     return after;
