@@ -6,7 +6,7 @@
  * a restart). In sandbox mode the sandbox runs in-process, unless `waUrl` points at one running elsewhere
  * (`switchboard sandbox`); its root key is then `waRootPublicKey` or read from its admin API.
  * `close()` drains the API first (no new requests, event streams closed with 1001, in-flight requests finish),
- * then closes the sessions, the sandbox and the database.
+ * then closes the sessions, the sandbox and the database; a step that hangs is given up after 10 s (logged).
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -24,6 +24,9 @@ import { startSandbox } from './sandbox/index.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { UrlPolicy } from './webhooks/url-policy.ts';
+
+/** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
+const SHUTDOWN_STEP_TIMEOUT_MS = 10_000;
 
 export interface RunningService {
   /** Base URL of the REST API, e.g. `http://127.0.0.1:7575/api`. */
@@ -56,20 +59,28 @@ export function httpOrigin(host: string, port: number): string {
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
-  const cleanups: Array<() => Promise<void> | void> = [];
+  const cleanups: Array<{ step: string; cleanup: () => Promise<unknown> | void }> = [];
   const closeStarted = async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
+    for (const { step, cleanup } of cleanups.splice(0).reverse()) {
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await cleanup();
+        // A step that hangs (a peer that never closes its socket) must not keep the process from exiting.
+        const outcome = await Promise.race([
+          Promise.resolve(cleanup()).then(() => 'done' as const),
+          new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), SHUTDOWN_STEP_TIMEOUT_MS))),
+        ]);
+        if (outcome === 'timeout') logger.error({ step, ms: SHUTDOWN_STEP_TIMEOUT_MS }, 'shutdown step did not finish in time; going on');
       } catch (err) {
-        logger.error({ err }, 'error during shutdown');
+        logger.error({ err, step }, 'error during shutdown');
+      } finally {
+        clearTimeout(timer);
       }
     }
   };
 
   try {
     const store = openStore(config.dataDir);
-    cleanups.push(() => store.close());
+    cleanups.push({ step: 'database', cleanup: () => store.close() });
 
     let waUrl = config.waUrl;
     let waRootPublicKey = config.waRootPublicKey;
@@ -82,7 +93,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
         port: config.sandboxPort,
         logger: logger.child({ component: 'sandbox' }),
       });
-      cleanups.push(() => sandbox.close());
+      cleanups.push({ step: 'sandbox', cleanup: () => sandbox.close() });
       await sandbox.seedDemo();
       ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl, caCertPem: waCaCertPem } = sandbox);
     } else if (config.sandbox && waUrl) {
@@ -105,7 +116,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(opts.now && { now: opts.now }),
       ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
     });
-    cleanups.push(() => engine.close());
+    cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
     const policy = new UrlPolicy({
       allowLan: config.allowLanWebhooks === true,
@@ -144,7 +155,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
       ...(config.allowedOrigins && { allowedOrigins: config.allowedOrigins }),
     });
-    cleanups.push(() => app.close());
+    cleanups.push({ step: 'api', cleanup: () => app.close() });
     await app.listen({ host: config.host, port: config.port });
     const { port } = app.server.address() as AddressInfo;
     consoleOrigin = httpOrigin(config.host, port);
@@ -152,9 +163,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
     dispatcher.start();
-    cleanups.push(() => dispatcher.close());
+    cleanups.push({ step: 'webhook dispatcher', cleanup: () => dispatcher.close() });
     const retention = startRetention({ store, logger, ...(config.eventRetentionDays && { days: config.eventRetentionDays }) });
-    cleanups.push(() => retention.stop());
+    cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });
 
     engine.startAll();
 

@@ -3,10 +3,10 @@
  * Implements `Engine` (engine/types.ts). In sandbox mode it trusts the sandbox's Noise root key by setting
  * Baileys' exported `WA_CERT_DETAILS.PUBLIC_KEY` (brief §0.2; never in live mode).
  */
-import { WA_CERT_DETAILS, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
+import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
 import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
-import { mediaFileNameOf, toStoredMessage } from './message-model.ts';
+import { mediaFileNameOf } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { prepareContent } from './outgoing.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
@@ -19,6 +19,8 @@ const DEFAULT_TYPING_DELAY = { min: 800, max: 2500 };
 export const EDIT_WINDOW_MS = 15 * 60 * 1000;
 /** At most this many incoming messages get a read receipt in one mark-read. */
 const MAX_READ_RECEIPTS = 100;
+/** How long a send waits for the server to acknowledge the message before answering with it still pending. */
+const DEFAULT_SERVER_ACK_TIMEOUT_MS = 10_000;
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
@@ -27,6 +29,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const typingDelayMs = opts.typingDelayMs ?? DEFAULT_TYPING_DELAY;
   const baileysLogLevel = process.env.SWITCHBOARD_BAILEYS_LOG_LEVEL ?? 'warn';
   const now = opts.now ?? Date.now;
+  const serverAckTimeoutMs = opts.serverAckTimeoutMs ?? DEFAULT_SERVER_ACK_TIMEOUT_MS;
   const media = new MediaStore(opts.mediaDir);
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
 
@@ -121,19 +124,46 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     };
   }
 
-  /** Sends through Baileys; transport failures (media upload, socket closed) become 502s with the reason. */
-  async function relay(session: Session, jid: string, content: Parameters<NonNullable<Session['socket']>['sendMessage']>[1], options: { quoted?: WAMessage } = {}) {
+  /**
+   * Sends through Baileys, stores the outcome with `record` (before the frames leave: commit-before-receipt.ts),
+   * then waits for the server's `<ack class="message">` (at most `serverAckTimeoutMs`), so an answer means the
+   * server has the message. Returns what `record` returned and whether the server acknowledged in time (a socket
+   * closed or a timeout leaves the message stored as pending, ack 1).
+   * Errors: 409 not online; 502 transport failure (media upload, socket closed) or refused by the server (ack error).
+   */
+  async function relay<T>(
+    session: Session,
+    jid: string,
+    content: Parameters<NonNullable<Session['socket']>['sendMessage']>[1],
+    options: { quoted?: WAMessage },
+    record: (sent: WAMessage) => T,
+  ): Promise<{ recorded: T; serverAcked: boolean }> {
     const sock = session.socket;
     if (!sock) throw conflict(`Connection is not online (status: ${session.status})`);
+    const messageId = generateMessageIDV2(sock.user?.id);
+    const serverAck = session.expectServerAck(messageId, serverAckTimeoutMs);
     let sent: WAMessage | undefined;
     try {
-      sent = await sock.sendMessage(jid, content, options);
+      sent = await sock.sendMessage(jid, content, { ...options, messageId });
     } catch (err) {
+      serverAck.cancel();
       logger.warn({ err, connectionId: session.connectionId }, 'send failed');
       throw new ServiceError(502, `Message could not be sent: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (!sent) throw conflict('Message could not be sent');
-    return sent;
+    if (!sent) {
+      serverAck.cancel();
+      throw conflict('Message could not be sent');
+    }
+    const recorded = record(sent);
+    const outcome = await serverAck.done;
+    if (typeof outcome === 'object') {
+      // rc14 turns the error ack into status ERROR (ack 0) on the stored message through messages.update.
+      throw new ServiceError(502, `Message was refused by the server (error ${outcome.error})`);
+    }
+    if (outcome !== 'accepted') {
+      logger.warn({ connectionId: session.connectionId, messageId, outcome }, 'no server acknowledgement for a sent message');
+    }
+    return { recorded, serverAcked: outcome === 'accepted' };
   }
 
   async function send(connectionId: string, input: SendInput): Promise<Message> {
@@ -149,18 +179,15 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
         { typingDelayMs },
       );
     }
-    const sent = await relay(session, jid, prepared.content, quoted ? { quoted } : {});
-    if (prepared.media) {
+    const { recorded, serverAcked } = await relay(session, jid, prepared.content, quoted ? { quoted } : {}, (sent) => session.recordSent(sent));
+    const filename = prepared.media && recorded.media ? mediaFileNameOf(recorded.media) : undefined;
+    if (prepared.media && filename) {
       // Media this service sends is kept locally too, under the same name incoming media gets.
-      const model = toStoredMessage(sent, session.modelContext());
-      const filename = model?.media ? mediaFileNameOf(model.media) : undefined;
-      if (filename) {
-        await media.writeBuffer(connectionId, filename, prepared.media.data).catch((err: unknown) => {
-          logger.warn({ err, connectionId, filename }, 'could not keep a copy of sent media');
-        });
-      }
+      await media.writeBuffer(connectionId, filename, prepared.media.data).catch((err: unknown) => {
+        logger.warn({ err, connectionId, filename }, 'could not keep a copy of sent media');
+      });
     }
-    return session.recordSent(sent);
+    return serverAcked ? (store.messages.get(connectionId, recorded.id) ?? recorded) : recorded;
   }
 
   /** A media file's details for streaming, downloading it first when needed. */
@@ -216,10 +243,11 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const { jid, chatId } = await resolveChat(session, input.chatId);
       const target = storedMessage(connectionId, input.messageId, [chatId, input.chatId]);
       const key = keyOf(connectionId, target, jid);
-      await relay(session, jid, { react: { text: input.emoji, key } });
       const me = session.me?.jid ?? '';
-      const updated = session.applyReaction(target.chatId, key.id!, me, input.emoji, Math.floor(now() / 1000));
-      return updated ?? store.messages.get(connectionId, target.id)!;
+      const { recorded } = await relay(session, jid, { react: { text: input.emoji, key } }, {}, () =>
+        session.applyReaction(target.chatId, key.id!, me, input.emoji, Math.floor(now() / 1000)),
+      );
+      return recorded ?? store.messages.get(connectionId, target.id)!;
     },
     async editMessage(connectionId, messageId, input) {
       const given = input.chatId.trim();
@@ -233,9 +261,11 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const session = onlineSession(connectionId);
       const { jid } = await resolveChat(session, target.chatId);
       const key = keyOf(connectionId, target, jid);
-      await relay(session, jid, { text: input.text, edit: key });
       const me = session.me?.jid ?? '';
-      return session.applyEdit(target.chatId, key.id!, input.text, Math.floor(now() / 1000), { fromMe: true, senderJid: me }) ?? target;
+      const { recorded } = await relay(session, jid, { text: input.text, edit: key }, {}, () =>
+        session.applyEdit(target.chatId, key.id!, input.text, Math.floor(now() / 1000), { fromMe: true, senderJid: me }),
+      );
+      return recorded ?? target;
     },
     async markRead(connectionId, chatIdInput) {
       const session = onlineSession(connectionId);

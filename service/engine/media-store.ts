@@ -84,7 +84,14 @@ export class MediaStore {
     source: Readable,
     onProgress?: (bytes: number) => void,
   ): Promise<MediaFile> {
-    const target = this.#target(connectionId, filename);
+    let target: string;
+    try {
+      target = this.#target(connectionId, filename);
+    } catch (err) {
+      // The folder cannot be made (a full or broken disk): release the download, or its connection stays busy.
+      source.destroy();
+      throw err;
+    }
     const tmp = `${target}.${randomBytes(6).toString('hex')}.part`;
     let bytes = 0;
     const counter = new Transform({

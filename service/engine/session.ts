@@ -28,6 +28,7 @@ import makeWASocket, {
   PROCESSABLE_HISTORY_TYPES,
   proto,
   type BaileysEventMap,
+  type BinaryNode,
   type WAMessage,
   type WASocket,
 } from '@whiskeysockets/baileys';
@@ -52,6 +53,9 @@ import { eventPayloadOf } from './event-payloads.ts';
 import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
+
+/** How a sent message's server acknowledgement ended (see `Session.expectServerAck`). */
+export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
 
 const MAX_QR_CYCLES = 5;
 const MAX_BACKOFF_MS = 60_000;
@@ -113,6 +117,8 @@ export class Session {
   #gate: FrameGate | undefined;
   /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
   #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
+  /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
+  readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
 
   constructor(
     connection: ConnectionRow,
@@ -170,6 +176,7 @@ export class Session {
     // a logout's frames must, and the history no longer matters then.
     if (opts.logout) for (const h of this.#historyHolds) h.release();
     this.#dropHistoryHolds();
+    this.#settleServerAcks('closed');
     if (sock) {
       if (opts.logout && this.#auth?.creds.me) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
@@ -217,6 +224,14 @@ export class Session {
     disableEventBuffer(sock);
     this.#dropHistoryHolds();
     this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
+    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => {
+      const keyId = node.attrs.id;
+      const waiter = keyId ? this.#serverAcks.get(keyId) : undefined;
+      if (!keyId || !waiter) return;
+      // Recorded here, before rc14 handles a receipt that may follow in the same chunk, so acks stay in order.
+      if (!node.attrs.error) this.#recordServerAck(keyId);
+      waiter(node.attrs.error ? { error: node.attrs.error } : 'accepted');
+    });
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
@@ -329,6 +344,7 @@ export class Session {
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
     this.#dropHistoryHolds();
+    this.#settleServerAcks('closed');
     switch (code) {
       case DisconnectReason.restartRequired: // 515: expected right after pairing
         this.#scheduleReconnect('restart required', true);
@@ -736,6 +752,49 @@ export class Session {
     if (!read) return;
     const unread = store.messages.countIncomingAfter(this.connectionId, chatId, read.timestamp);
     if ((store.chats.unread(this.connectionId, chatId) ?? 0) > unread) store.chats.setUnread(this.connectionId, chatId, unread);
+  }
+
+  /**
+   * Starts waiting for the server's `<ack class="message" id=keyId>`; call it before the message is sent. The server
+   * acknowledges each message stanza once it has taken it (brief §B6: an `error` attribute means it refused it; rc14
+   * turns only that into a status update, there is no SERVER_ACK from acks). Settles with 'accepted', `{ error }`,
+   * 'closed' (the socket closed first) or 'timeout' (after `timeoutMs`); `cancel()` stops waiting (send failed).
+   */
+  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void } {
+    let settle!: (outcome: ServerAckOutcome) => void;
+    const done = new Promise<ServerAckOutcome>((resolve) => {
+      const timer = setTimeout(() => settle('timeout'), timeoutMs);
+      settle = (outcome) => {
+        clearTimeout(timer);
+        if (this.#serverAcks.get(keyId) === settle) this.#serverAcks.delete(keyId);
+        resolve(outcome);
+      };
+    });
+    this.#serverAcks.set(keyId, settle);
+    return { done, cancel: () => settle('closed') };
+  }
+
+  #settleServerAcks(outcome: ServerAckOutcome): void {
+    for (const settle of [...this.#serverAcks.values()]) settle(outcome);
+  }
+
+  /**
+   * Records the server's acceptance of the message with key id `keyId` this service sent: ack 2 (SERVER_ACK) and a
+   * `message.ack` event, unless a receipt already moved it further. Reactions and edits have no stored message.
+   */
+  #recordServerAck(keyId: string): void {
+    const { store } = this.deps;
+    const message = store.messages.findByKeyId(this.connectionId, keyId);
+    if (!message?.fromMe) return;
+    store.tx(() => {
+      if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
+        store.appendEvent(this.userId, this.connectionId, 'message.ack', {
+          id: message.id,
+          chatId: message.chatId,
+          ack: proto.WebMessageInfo.Status.SERVER_ACK,
+        });
+      }
+    });
   }
 
   /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */

@@ -24,6 +24,11 @@ export interface EngineOptions {
   typingDelayMs?: { min: number; max: number };
   /** Clock in ms since the epoch (the edit window is checked against it); `Date.now` by default. Tests inject one. */
   now?: () => number;
+  /**
+   * How long a send (and a reaction or edit) waits for the server's acknowledgement of the message, in ms (10 000).
+   * Without it in time the answer carries the message still pending (ack 1).
+   */
+  serverAckTimeoutMs?: number;
   /** Dispatcher for fetching `url` media of send requests; undici's global one by default (tests trust a local CA). */
   urlFetchDispatcher?: Dispatcher;
 }

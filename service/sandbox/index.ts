@@ -167,6 +167,8 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
       closed = true;
       for (const c of connections) c.terminate();
       connections.clear();
+      // ws's close() waits for every tracked client, including one still in its handshake (not in `connections`).
+      for (const ws of wss.clients) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

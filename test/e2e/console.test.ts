@@ -4,7 +4,7 @@
  * (element screenshot → jsQR) and scanned by the sandbox phone, the status turning online live, a chat with
  * synced history scrolled back to "history starts here", a message arriving live, a quoted reply, then media,
  * reactions, edits, webhooks, tokens and billing through the UI. Screenshots of each view go to
- * test-results/screenshots/ (and docs/screenshots/ for the README).
+ * test-results/screenshots/ (and, with UPDATE_SCREENSHOTS=1, docs/screenshots/ for the README).
  * Skipped, with the reason printed, when no Chromium is installed.
  */
 import fs from 'node:fs';
@@ -62,8 +62,10 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     await page.waitForTimeout(250); // let transitions settle
     const file = path.join(SHOTS, `${name}.png`);
     await page.screenshot({ path: file });
-    fs.mkdirSync(DOCS_SHOTS, { recursive: true });
-    fs.copyFileSync(file, path.join(DOCS_SHOTS, `${name}.png`));
+    if (process.env.UPDATE_SCREENSHOTS) {
+      fs.mkdirSync(DOCS_SHOTS, { recursive: true });
+      fs.copyFileSync(file, path.join(DOCS_SHOTS, `${name}.png`));
+    }
   };
   const nav = (view: string) => page.getByTestId(`nav-${view}`).click();
 

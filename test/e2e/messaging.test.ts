@@ -125,6 +125,21 @@ describe('messaging end to end through the sandbox', () => {
   });
 
   describe('sending', () => {
+    it('answers a send once the server has the message: ack 2 in the answer, in the store and as a message.ack event', async () => {
+      const res = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'server has it', skipPresence: true });
+      expect(res.status).toBe(201);
+      // the contact's delivery receipt may already have moved it on
+      expect(res.body.ack).toBeGreaterThanOrEqual(2);
+      // the sandbox acknowledges only after it committed what the phone received (sandbox/messaging.ts)
+      const atPhone = ((await s.sandbox('GET', `/accounts/${enc(ALICE)}/messages`)).body as Array<{ id: string }>).some(
+        (m) => m.id === keyIdOf(res.body.id),
+      );
+      expect(atPhone).toBe(true);
+      await s.frame('server ack', (f) => f.event === 'message.ack' && f.payload.id === res.body.id && f.payload.ack === 2);
+      const stored = await s.api('GET', `/connections/${id}/messages/${encodeURIComponent(res.body.id)}?chatId=${ALICE_JID}`);
+      expect(stored.body.ack).toBeGreaterThanOrEqual(2);
+    });
+
     it('sends an image (base64) whose bytes arrive identical, and keeps a local copy', async () => {
       const res = await s.api('POST', `/connections/${id}/send-image`, { chatId: ALICE, base64: served.toString('base64'), caption: 'a pic', skipPresence: true });
       expect(res.status).toBe(201);

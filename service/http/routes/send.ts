@@ -63,7 +63,13 @@ const bodyLimitFor = (kind: MediaKind) => Math.ceil((MEDIA_LIMITS[kind] * 4) / 3
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
 export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
-  const created = { params: ConnectionParams, response: { 201: MessageSchema } };
+  const created = {
+    params: ConnectionParams,
+    response: { 201: MessageSchema },
+    description:
+      "Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the " +
+      'acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.',
+  };
 
   api.post('/connections/:id/send', { schema: { ...created, body: SendTextBody } }, async (request, reply) => {
     const c = ownedConnection(store, request.user, request.params.id);
