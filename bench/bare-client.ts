@@ -97,6 +97,9 @@ export async function pairBareClient(wsUrl: string, rootPublicKeyHex: string, ad
  * It reports `{ ready: true }` once open and `{ count }` after each `messages.upsert` over IPC.
  */
 if (process.argv[1] && import.meta.url === (await import('node:url')).pathToFileURL(process.argv[1]).href) {
+  // tsx's loader turned source maps on; an application built on plain Baileys runs without them, and so does the
+  // compiled service this is compared with (they make every `new Error().stack` in Baileys' hot paths costlier).
+  process.setSourceMapsEnabled(false);
   const [wsUrl, rootKey, adminUrl, phone] = process.argv.slice(2) as [string, string, string, string];
   const { jsonClient } = await import('./lib.ts');
   const client = await pairBareClient(wsUrl, rootKey, jsonClient(adminUrl), phone);

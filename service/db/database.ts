@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
 import { migrations } from './migrations.ts';
 
 export type Db = Database.Database;
@@ -77,14 +78,26 @@ export function openDatabase(file: string): Db {
  * with it (the setting cannot change mid-transaction).
  */
 export function relaxedTransaction<T>(db: Db, fn: () => T): T {
-  if (db.inTransaction) return db.transaction(fn)(); // joins it, as a savepoint
-  db.pragma('synchronous = NORMAL');
+  let s = relaxedStatements.get(db);
+  if (!s) {
+    s = {
+      run: db.transaction((f: () => unknown) => f()),
+      normal: db.prepare('PRAGMA synchronous = NORMAL'),
+      full: db.prepare('PRAGMA synchronous = FULL'),
+    };
+    relaxedStatements.set(db, s);
+  }
+  if (db.inTransaction) return s.run(fn) as T; // joins it, as a savepoint
+  s.normal.run();
   try {
-    return db.transaction(fn)();
+    return s.run(fn) as T;
   } finally {
-    db.pragma('synchronous = FULL');
+    s.full.run();
   }
 }
+
+/** Per database: relaxedTransaction's statements, prepared once (it runs for every Signal key write). */
+const relaxedStatements = new WeakMap<Db, { run: (f: () => unknown) => unknown; normal: Statement; full: Statement }>();
 
 /** Current time as an ISO 8601 UTC string, the format of every stored `*_at` column. */
 export function nowIso(): string {

@@ -2,6 +2,7 @@
  * Messages table and the spec's Message record (interface-spec §2.5), with keyset paging newest-first.
  * The paging cursor is opaque to clients: base64url of "<timestamp>:<id>" of the last message of a page.
  */
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
 
 export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'location', 'contact'] as const;
@@ -95,6 +96,25 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
     ack: r.ack,
     editedAt: r.edited_at,
     reactions,
+  };
+}
+
+/** The record of a message just inserted: no edits, no reactions yet (saves reading it back). */
+export function newMessageRecord(m: MessageCore): Message {
+  return {
+    id: m.id,
+    chatId: m.chatId,
+    timestamp: m.timestamp,
+    fromMe: m.fromMe,
+    senderJid: m.senderJid,
+    senderPushName: m.senderPushName,
+    type: m.type,
+    text: m.text,
+    quotedMessageId: m.quotedMessageId,
+    media: m.media,
+    ack: m.ack,
+    editedAt: null,
+    reactions: [],
   };
 }
 
@@ -201,15 +221,20 @@ export function messagesRepo(db: Db) {
   };
 
   /** Reactions of the given messages (one query per page), grouped by message id. */
+  /** `reactionsOf` statements by the number of ids (pages have a handful of sizes; each is prepared once). */
+  const reactionQueries = new Map<number, Statement>();
   function reactionsOf(connectionId: string, ids: string[]): Map<string, Reaction[]> {
     const byId = new Map<string, Reaction[]>();
     if (ids.length === 0) return byId;
-    const rows = db
-      .prepare(
+    let query = reactionQueries.get(ids.length);
+    if (!query) {
+      query = db.prepare(
         `SELECT message_id, sender_jid, emoji, timestamp FROM message_reactions
          WHERE connection_id = ? AND message_id IN (${ids.map(() => '?').join(',')}) ORDER BY timestamp, sender_jid`,
-      )
-      .all(connectionId, ...ids) as ReactionRow[];
+      );
+      reactionQueries.set(ids.length, query);
+    }
+    const rows = query.all(connectionId, ...ids) as ReactionRow[];
     for (const r of rows) {
       const list = byId.get(r.message_id) ?? [];
       list.push({ senderJid: r.sender_jid, emoji: r.emoji, timestamp: r.timestamp });
@@ -227,8 +252,9 @@ export function messagesRepo(db: Db) {
 
   return {
     /** Inserts or merges a message (a later copy never lowers its ack). Returns true when it was new. */
-    upsert(connectionId: string, m: StoredMessage): boolean {
-      const existed = q.exists.get(connectionId, m.id) !== undefined;
+    upsert(connectionId: string, m: StoredMessage, known?: { existed: boolean }): boolean {
+      // `known`: the caller just looked the message up (ackOf) in the same transaction; saves the lookup here.
+      const existed = known ? known.existed : q.exists.get(connectionId, m.id) !== undefined;
       q.upsert.run({
         connectionId,
         id: m.id,

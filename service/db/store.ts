@@ -35,6 +35,11 @@ export function createStore(db: Db) {
   /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
   let outboxRows = 0;
   const outboxListeners = new Set<() => void>();
+  /** Runs a function in a transaction, or in a savepoint inside one (created once: better-sqlite3 wrappers cost). */
+  const runInTransaction = db.transaction((fn: () => unknown) => fn());
+  const inTransaction = <T>(fn: () => T): T => runInTransaction(fn) as T;
+  /** After a rollback: in-memory copies of rows it may have undone. */
+  const forgetCaches = () => webhooks.forgetTargets();
 
   function flush(): void {
     const batch = pending.splice(0);
@@ -99,6 +104,7 @@ export function createStore(db: Db) {
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
+      forgetCaches();
       pending.length = 0;
       outboxRows = 0;
       afterBatch.length = 0; // held frames are dropped with the socket the engine now closes
@@ -114,7 +120,7 @@ export function createStore(db: Db) {
     const mark = pending.length;
     depth++;
     try {
-      const result = db.transaction(fn)();
+      const result = inTransaction(fn);
       depth--;
       if (depth === 0) flush();
       return result;
@@ -122,6 +128,7 @@ export function createStore(db: Db) {
       depth--;
       pending.length = mark;
       if (depth === 0) outboxRows = 0;
+      forgetCaches();
       throw err;
     }
   }
@@ -147,13 +154,14 @@ export function createStore(db: Db) {
     const outboxMark = outboxRows;
     depth++;
     try {
-      const result = db.transaction(fn)(); // a savepoint inside the batch
+      const result = inTransaction(fn); // a savepoint inside the batch
       depth--;
       return result;
     } catch (err) {
       depth--;
       pending.length = mark;
       outboxRows = outboxMark;
+      forgetCaches();
       throw err;
     }
   }
@@ -184,8 +192,10 @@ export function createStore(db: Db) {
       else cb();
     },
     /**
-     * Logs an event for `userId` (inside the caller's `tx`, or in its own) and, in the same transaction, writes the
-     * webhook outbox rows for it. `opts.onlyWebhookId` sends it to that one webhook only, subscribed or not.
+     * Logs an event for `userId` and, in the same transaction, writes the webhook outbox rows for it: inside the
+     * caller's `tx`/`ingest` it joins that transaction (no savepoint of its own: an error rolls back with the
+     * caller's work), otherwise in a transaction of its own. `opts.onlyWebhookId` sends it to that one webhook
+     * only, subscribed or not.
      */
     appendEvent(
       userId: string,
@@ -194,12 +204,13 @@ export function createStore(db: Db) {
       payload: Record<string, unknown>,
       opts: { onlyWebhookId?: string } = {},
     ): LoggedEvent {
-      return tx(() => {
+      const write = () => {
         const logged = events.append(userId, connectionId, event, payload);
         if (connectionId) enqueueDeliveries(userId, connectionId, logged, opts.onlyWebhookId);
         pending.push([userId, logged]);
         return logged;
-      });
+      };
+      return depth > 0 ? write() : tx(write);
     },
     /** Calls `listener` after each commit that wrote webhook outbox rows; returns the unsubscribe function. */
     onOutbox(listener: () => void): () => void {

@@ -80,6 +80,7 @@ export function webhooksRepo(db: Db) {
       `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
     ),
   };
+  const targetCache = new Map<string, WebhookTarget[]>();
   return {
     get(id: string): WebhookRow | undefined {
       const r = q.get.get(id) as RawRow | undefined;
@@ -92,12 +93,25 @@ export function webhooksRepo(db: Db) {
     activeIds(): string[] {
       return (q.listActive.all() as Array<{ id: string }>).map((r) => r.id);
     },
-    /** Every webhook of the connection with the connection's sessionName (active or not). */
+    /**
+     * Every webhook of the connection with the connection's sessionName (active or not). Read for every logged
+     * event, so kept in memory: webhook rows change only through this repo (insert/update/delete clear it; the
+     * store calls `forgetTargets` when a transaction rolls back), and connections are never deleted (soft delete).
+     */
     targets(connectionId: string): WebhookTarget[] {
+      const cached = targetCache.get(connectionId);
+      if (cached) return cached;
       const rows = q.targets.all(connectionId) as Array<{ id: string; events: string; active: number; session_name: string }>;
-      return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], active: r.active === 1, sessionName: r.session_name }));
+      const targets = rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], active: r.active === 1, sessionName: r.session_name }));
+      targetCache.set(connectionId, targets);
+      return targets;
+    },
+    /** Drops the in-memory `targets` (after a rollback that may have undone a webhook write). */
+    forgetTargets(): void {
+      targetCache.clear();
     },
     insert(w: { id: string; userId: string; connectionId: string; url: string; events: string[]; secret: string; active: boolean }): WebhookRow {
+      targetCache.clear();
       q.insert.run({ ...w, events: JSON.stringify(w.events), active: w.active ? 1 : 0, now: nowIso() });
       return this.get(w.id)!;
     },
@@ -107,6 +121,7 @@ export function webhooksRepo(db: Db) {
       if (!cur) return undefined;
       const active = patch.active ?? cur.active;
       const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
+      targetCache.clear();
       q.update.run({
         id,
         url: patch.url ?? cur.url,
@@ -118,6 +133,7 @@ export function webhooksRepo(db: Db) {
       return this.get(id);
     },
     delete(id: string): boolean {
+      targetCache.clear();
       return q.delete.run(id).changes > 0;
     },
     /** The operator setting `allowLanWebhooks` from the settings table (JSON true/false); false when unset. */

@@ -23,6 +23,19 @@ export interface SqliteAuthState {
 }
 
 const encode = (value: unknown): string => JSON.stringify(value, BufferJSON.replacer);
+/**
+ * Encodes a value of key type `type`. Signal sessions (written after every decrypt) are libsignal's
+ * `SessionRecord.serialize()` output: plain strings and numbers, every key already base64
+ * (node_modules/libsignal/src/session_record.js). For those the replacer, which costs a call per property, changes
+ * nothing, so they are stringified plainly; should one ever hold a Buffer (its toJSON form `"type":"Buffer"`) or
+ * a typed array (`{"0":…`), the replacer's encoding is used after all, so the stored text is always what
+ * BufferJSON.reviver reads.
+ */
+function encodeKey(type: string, value: unknown): string {
+  if (type !== 'session') return encode(value);
+  const plain = JSON.stringify(value);
+  return plain.includes('"type":"Buffer"') || plain.includes('{"0":') ? encode(value) : plain;
+}
 const decode = (text: string): unknown => JSON.parse(text, BufferJSON.reviver);
 
 /** Loads (or initialises and stores) the auth state of `connectionId`. */
@@ -48,7 +61,7 @@ export function loadAuthState(repo: AuthStateRepo, connectionId: string): Sqlite
       const rows: Array<[string, string, string | null]> = [];
       for (const [type, entries] of Object.entries(data)) {
         for (const [id, value] of Object.entries(entries ?? {})) {
-          rows.push([type, id, value === null || value === undefined ? null : encode(value)]);
+          rows.push([type, id, value === null || value === undefined ? null : encodeKey(type, value)]);
         }
       }
       if (rows.length) repo.setKeys(connectionId, rows);

@@ -35,7 +35,7 @@ import makeWASocket, {
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
-import { messageIdOf, type Message, type StoredMessage } from '../db/messages.ts';
+import { messageIdOf, newMessageRecord, type Message, type StoredMessage } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
@@ -58,6 +58,8 @@ import type { SandboxTrust } from './sandbox-trust.ts';
 export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
 
 const MAX_QR_CYCLES = 5;
+/** Most JIDs whose last contact write a session remembers (see Session.#lastContactWrite). */
+const CONTACT_CACHE_MAX = 10_000;
 const MAX_BACKOFF_MS = 60_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
 const HISTORY_WAIT_MS = 15_000;
@@ -117,6 +119,13 @@ export class Session {
   #gate: FrameGate | undefined;
   /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
   #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
+  /**
+   * The last contact upsert this session wrote for each JID, as JSON: rc14 emits `contacts.update` with the pushName
+   * of nearly every incoming message, and re-applying the last upsert of a JID changes nothing (it only merges
+   * non-null fields). Every contact write of the session goes through #upsertContact; cleared when it grows past
+   * CONTACT_CACHE_MAX and when a transaction may have rolled a write back.
+   */
+  readonly #lastContactWrite = new Map<string, string>();
   /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
   readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
 
@@ -237,6 +246,7 @@ export class Session {
       try {
         this.#onEvents(sock, events);
       } catch (err) {
+        this.#lastContactWrite.clear(); // what it remembers may have been rolled back
         this.#log.error({ err }, 'failed to process session events');
       }
     });
@@ -407,7 +417,7 @@ export class Session {
 
   #onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
     const pn = jidNormalizedUser(m.pn);
-    this.deps.store.contacts.upsert(this.connectionId, { jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+    this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
   }
 
   #onContacts(list: BaileysEventMap['contacts.update']): void {
@@ -417,7 +427,7 @@ export class Session {
       for (const c of list) {
         if (!c.id) continue;
         const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        store.contacts.upsert(this.connectionId, {
+        this.#upsertContact({
           jid,
           lid: c.lid ? jidNormalizedUser(c.lid) : c.id.endsWith('@lid') ? jidNormalizedUser(c.id) : null,
           name: c.name ?? null,
@@ -475,13 +485,13 @@ export class Session {
     store.tx(() => {
       for (const m of h.lidPnMappings ?? []) {
         const pn = jidNormalizedUser(m.pn);
-        store.contacts.upsert(this.connectionId, { jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+        this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
       }
       const ctx = this.modelContext();
       for (const c of h.contacts) {
         if (!c.id) continue;
         const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        store.contacts.upsert(this.connectionId, {
+        this.#upsertContact({
           jid,
           lid: c.lid ? jidNormalizedUser(c.lid) : null,
           name: c.name ?? null,
@@ -523,8 +533,7 @@ export class Session {
           case 'content': {
             const m = toStoredMessage(msg, ctx);
             if (!m) break;
-            const isNew = !store.messages.get(this.connectionId, m.id);
-            this.#storeMessage(m);
+            const { isNew } = this.#storeMessage(m);
             // Incoming media is fetched right away, before the CDN link expires; own sends are stored by the engine.
             if (isNew && m.media && !m.fromMe) downloads.push(m.id);
             break;
@@ -707,22 +716,23 @@ export class Session {
    * comes within the buffer window into the `append` upsert of the sent message instead of a `messages.update`.
    * Call inside `tx`.
    */
-  #storeMessage(m: StoredMessage): Message {
+  #storeMessage(m: StoredMessage): { message: Message; isNew: boolean } {
     const { store } = this.deps;
-    const beforeAck = store.messages.ackOf(this.connectionId, m.id);
-    const isNew = store.messages.upsert(this.connectionId, m);
+    const beforeAck = store.messages.ackOf(this.connectionId, m.id); // undefined: not stored yet
+    const isNew = beforeAck === undefined;
+    store.messages.upsert(this.connectionId, m, { existed: !isNew });
     if (isNew) {
       store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: m.fromMe ? 0 : 1 });
       if (!m.fromMe && m.senderPushName) {
-        store.contacts.upsert(this.connectionId, { jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
+        this.#upsertContact({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
       store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
     }
-    const after = store.messages.get(this.connectionId, m.id)!;
+    const after = isNew ? newMessageRecord(m) : store.messages.get(this.connectionId, m.id)!;
     if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
       store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
     }
-    return after;
+    return { message: after, isNew };
   }
 
   #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
@@ -797,11 +807,21 @@ export class Session {
     });
   }
 
+  /** Creates or merges a contact (see #lastContactWrite); call inside a transaction. */
+  #upsertContact(c: Parameters<Store['contacts']['upsert']>[1]): void {
+    // the upsert treats a missing field as null, so equivalent writes get one signature
+    const signature = JSON.stringify([c.lid ?? null, c.name ?? null, c.pushName ?? null, c.phoneNumber ?? null, !!c.isGroup]);
+    if (this.#lastContactWrite.get(c.jid) === signature) return;
+    this.deps.store.contacts.upsert(this.connectionId, c);
+    if (this.#lastContactWrite.size >= CONTACT_CACHE_MAX) this.#lastContactWrite.clear();
+    this.#lastContactWrite.set(c.jid, signature);
+  }
+
   /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
   recordSent(msg: WAMessage): Message {
     const m = toStoredMessage(msg, this.modelContext());
     if (!m) throw new Error('sent message has no content');
-    return this.deps.store.tx(() => this.#storeMessage(m));
+    return this.deps.store.tx(() => this.#storeMessage(m).message);
   }
 }
 

@@ -22,7 +22,9 @@ export interface ServiceProcess {
 
 /** Starts `switchboard serve ARGS` and waits until it printed its URL lines (API, and Sandbox when `--sandbox`). */
 export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [bin, 'serve', ...args], {
+  // SWITCHBOARD_CPU_PROF=DIR writes a V8 CPU profile of the service to DIR when it exits (profiling benchmarks).
+  const profile = process.env.SWITCHBOARD_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SWITCHBOARD_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, bin, 'serve', ...args], {
     cwd: root,
     env: { ...process.env, SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_LOG_LEVEL ?? 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
