@@ -19,6 +19,7 @@ import { UrlPolicy } from '../service/webhooks/url-policy.ts';
 import { runCli, startSandboxProcess, startServe } from '../test/helpers/service-process.ts';
 import { startConsumer } from '../test/integration/webhooks-consumer.ts';
 import type { BenchResult } from './index.ts';
+import { cpuPercent, procSample } from './lib.ts';
 
 function arg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -111,6 +112,10 @@ async function endToEnd(rate: number, seconds: number) {
     const startSeq = (await api('GET', '/events?limit=1')).body.lastSeq as number;
 
     const total = rate * seconds;
+    // CPU of the three processes sharing the machine: the service, the sandbox (WhatsApp's side) and this one
+    // (the load generator and the webhook consumer).
+    const cpuAt = () => ({ service: procSample(service.child.pid!), sandbox: procSample(sandbox.child.pid!), bench: procSample(process.pid) });
+    const cpu0 = cpuAt();
     const t0 = performance.now();
     const sends: Array<Promise<unknown>> = [];
     let accepted = 0;
@@ -141,6 +146,7 @@ async function endToEnd(rate: number, seconds: number) {
       if (events.length >= accepted && events.every((e) => receipts.has(`msg_${userId}_${e.seq}`))) break;
       await new Promise((res) => setTimeout(res, 250));
     }
+    const cpu1 = cpuAt();
     const userId = c.body.userId.replace(/-/g, '');
     const lat = events
       .map((e) => (receipts.get(`msg_${userId}_${e.seq}`) ?? NaN) - Date.parse(e.timestamp))
@@ -156,6 +162,8 @@ async function endToEnd(rate: number, seconds: number) {
       p90: percentile(lat, 90),
       p99: percentile(lat, 99),
       max: lat.at(-1) ?? NaN,
+      /** % of one core from the first send until every webhook arrived (2 cores = 200 %). */
+      cpu: { service: cpuPercent(cpu0.service, cpu1.service), sandbox: cpuPercent(cpu0.sandbox, cpu1.sandbox), bench: cpuPercent(cpu0.bench, cpu1.bench) },
     };
   } finally {
     await service.stop('SIGTERM');
@@ -186,6 +194,9 @@ export async function run(args: string[]): Promise<BenchResult> {
       '| end to end (sandbox → engine → log → webhook) | sent | rate achieved | delivered | p50 | p90 | p99 | max | target |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---|',
       `| ${e2e.rateTarget} msg/s target | ${e2e.sent} | ${e2e.rateAchieved} msg/s | ${e2e.delivered}/${e2e.logged} | ${e2e.p50} ms | ${e2e.p90} ms | **${e2e.p99} ms** | ${e2e.max} ms | p99 < 50 ms |`,
+      '',
+      `CPU while it ran (% of one core; the machine has ${os.availableParallelism()}): service ${e2e.cpu.service} %, sandbox ${e2e.cpu.sandbox} %, load generator + webhook consumer ${e2e.cpu.bench} %.`,
+      'Latency: event logged (its `timestamp`) → webhook received by the consumer.',
     );
   }
   return { name: 'webhooks', markdown: lines.join('\n'), data: { capacity: [cap1, cap10], endToEnd: e2e } };
