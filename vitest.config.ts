@@ -5,6 +5,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     // Builds the operator console when it is missing or stale (the console e2e serves it).
     globalSetup: ['test/console/build-console.setup.ts'],
+    // The `switchboard` processes tests spawn run the sources (what was just edited, as in CI), even when a built
+    // dist/ is current; SWITCHBOARD_FROM_SOURCE=0 npm test runs them compiled.
+    env: { SWITCHBOARD_FROM_SOURCE: process.env.SWITCHBOARD_FROM_SOURCE ?? '1' },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- coldstart [--connections 10] [--rounds 3]`
  *
- * `switchboard serve` (child process, tsx loader, sandbox in its own process) from spawn to
+ * `switchboard serve` (child process running what `npm run bench` built, sandbox in its own process) from spawn to
  *   - its `API:` line on stdout, and to `GET /api/` answering 200 (healthy);
  *   - every one of `--connections` linked connections `online` again (after a SIGTERM restart on the same data dir).
  * First an empty data dir (no connections), then `--rounds` restarts with the linked connections.
@@ -57,7 +57,7 @@ export async function run(args: string[]): Promise<BenchResult> {
     }
     const med = (k: keyof (typeof samples)[0]) => percentile(samples.map((s) => s[k]).sort((a, b) => a - b), 50);
     const markdown = [
-      `### Cold start of \`switchboard serve\` (child process, tsx loader; median of ${rounds} restarts with ${n} linked connections)`,
+      `### Cold start of \`switchboard serve\` (child process, compiled service unless SWITCHBOARD_FROM_SOURCE=1; median of ${rounds} restarts with ${n} linked connections)`,
       '',
       '| data dir | spawn → `API:` line | spawn → `GET /api/` 200 | spawn → all connections online |',
       '|---|---:|---:|---:|',

@@ -3,7 +3,8 @@
  *
  * Many linked connections in one `switchboard serve` (child process; sandbox in its own process): for each level
  * the service gets more connections (one sandbox account each, paired `--batch` at a time), then
- *   - idle: RSS (/proc VmRSS) and CPU (utime+stime delta) over `--seconds` after a 2 s settle;
+ *   - idle: RSS (/proc VmRSS) and CPU (utime+stime delta) over `--seconds` after a 2 s settle and until RSS is
+ *     steady (< 1 MiB change over 3 s, at most 30 s);
  *   - load: a sandbox contact sends `--rate` msg/s to every connection for `--seconds` (admin sends, ≤ 128 in
  *     flight); RSS at the end, CPU over the window, messages stored (WebSocket frames) vs sent.
  * Per-connection memory = (RSS(n) − RSS(1)) / (n − 1). Reference: a bare Baileys socket costs ~1.3 MB RSS beyond
@@ -43,6 +44,14 @@ export async function run(args: string[]): Promise<BenchResult> {
       paired = level;
       const pairMs = round(performance.now() - t0, 0);
       await sleep(2_000); // history sync, prekey uploads, app-state settle
+      // Idle means steady: wait (≤ 30 s) until RSS moved < 1 MiB over 3 s, so pairing garbage that V8's memory
+      // reducer gives back soon after is not counted as the connections' cost.
+      for (let waited = 0, prev = procSample(pid).rssKb; waited < 30_000; waited += 3_000) {
+        await sleep(3_000);
+        const now = procSample(pid).rssKb;
+        if (Math.abs(now - prev) < 1024) break;
+        prev = now;
+      }
       const i0 = procSample(pid);
       await sleep(seconds * 1000);
       const i1 = procSample(pid);

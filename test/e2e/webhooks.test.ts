@@ -71,6 +71,9 @@ describe('webhooks end to end with the sandbox', () => {
     const self = await api('POST', `/connections/${connectionId}/webhooks`, { url: `${service.apiUrl}/`, events: ['*'] });
     expect(self.status).toBe(400);
     expect(self.body.message).toMatch(/own port/);
+    // The first QR may show before the webhook existed (~80 ms after the connection was created): restart the
+    // pairing, so the whole status sequence happens with the webhook in place.
+    expect((await api('POST', `/connections/${connectionId}/restart`)).status).toBe(200);
 
     const qr = await waitFor('QR', async () => {
       const r = await api('GET', `/connections/${connectionId}/qr?format=text`);
