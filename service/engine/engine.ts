@@ -154,7 +154,13 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       serverAck.cancel();
       throw conflict('Message could not be sent');
     }
-    const recorded = record(sent);
+    let recorded: T;
+    try {
+      recorded = record(sent);
+    } catch (err) {
+      serverAck.cancel();
+      throw err;
+    }
     const outcome = await serverAck.done;
     if (typeof outcome === 'object') {
       // rc14 turns the error ack into status ERROR (ack 0) on the stored message through messages.update.
