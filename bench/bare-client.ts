@@ -13,7 +13,7 @@ import makeWASocket, {
 } from '@whiskeysockets/baileys';
 import { pino } from 'pino';
 import { memoryKeyStore } from '../test/sandbox/baileys-client.ts';
-import { enc, type JsonClient } from './lib.ts';
+import { awaitableCount, enc, type JsonClient } from './lib.ts';
 
 function memoryAuthState(): AuthenticationState {
   return { creds: initAuthCreds(), keys: memoryKeyStore({}) };
@@ -53,12 +53,10 @@ export async function pairBareClient(wsUrl: string, rootPublicKeyHex: string, ad
   await closed; // 515 restart required
   const sock = open(wsUrl, state);
   sock.ev.on('creds.update', (u) => Object.assign(state.creds, u));
-  let count = 0;
-  const waiters = new Set<() => void>();
+  const count = awaitableCount('messages at the bare client');
   sock.ev.on('messages.upsert', ({ messages, type }) => {
     if (type !== 'notify') return;
-    for (const m of messages) if (!m.key.fromMe && m.message) count++;
-    for (const w of waiters) w();
+    count.add(messages.filter((m) => !m.key.fromMe && m.message).length);
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('bare client did not open')), 30_000);
@@ -71,22 +69,8 @@ export async function pairBareClient(wsUrl: string, rootPublicKeyHex: string, ad
   });
   return {
     sock,
-    received: () => count,
-    reach: (n, timeoutMs) =>
-      new Promise<number>((resolve, reject) => {
-        const check = () => {
-          if (count < n) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(performance.now());
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`bare client saw ${count} of ${n} messages in ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      }),
+    received: count.value,
+    reach: count.reach,
     end: () => sock.end(undefined),
   };
 }

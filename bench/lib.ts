@@ -213,39 +213,61 @@ export async function startStack(serveArgs: string[] = []): Promise<Stack> {
   return stack;
 }
 
-/** Counts `message` frames per connection on the service's WebSocket. */
-export async function watchMessages(apiUrl: string, token: string) {
-  const counts = new Map<string, number>();
-  let total = 0;
+/**
+ * A count that can be awaited: `set(n)` / `add(n)` change it, `reach(n, timeoutMs)` resolves with
+ * performance.now() once it is ≥ n (or rejects after timeoutMs, naming `what`).
+ */
+export function awaitableCount(what: string) {
+  let count = 0;
   const waiters = new Set<() => void>();
-  const ws = new WebSocket(`${apiUrl.replace(/^http/, 'ws')}/ws?token=${token}&events=message`);
-  ws.on('message', (data) => {
-    const f = JSON.parse(data.toString()) as { event: string; connectionId: string };
-    if (f.event !== 'message') return;
-    counts.set(f.connectionId, (counts.get(f.connectionId) ?? 0) + 1);
-    total++;
-    for (const w of waiters) w();
-  });
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const changed = () => {
+    for (const w of [...waiters]) w();
+  };
   return {
-    counts,
-    total: () => total,
-    /** Resolves with performance.now() once `total` frames were seen since creation (or rejects after timeoutMs). */
+    value: () => count,
+    set(n: number) {
+      count = n;
+      changed();
+    },
+    add(n = 1) {
+      count += n;
+      changed();
+    },
     reach: (n: number, timeoutMs: number) =>
       new Promise<number>((resolve, reject) => {
         const check = () => {
-          if (total < n) return;
+          if (count < n) return;
           waiters.delete(check);
           clearTimeout(timer);
           resolve(performance.now());
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`saw ${total} of ${n} message frames in ${timeoutMs} ms`));
+          reject(new Error(`saw ${count} of ${n} ${what} in ${timeoutMs} ms`));
         }, timeoutMs);
         waiters.add(check);
         check();
       }),
+  };
+}
+
+/** Counts `message` frames per connection on the service's WebSocket. */
+export async function watchMessages(apiUrl: string, token: string) {
+  const counts = new Map<string, number>();
+  const total = awaitableCount('message frames');
+  const ws = new WebSocket(`${apiUrl.replace(/^http/, 'ws')}/ws?token=${token}&events=message`);
+  ws.on('message', (data) => {
+    const f = JSON.parse(data.toString()) as { event: string; connectionId: string };
+    if (f.event !== 'message') return;
+    counts.set(f.connectionId, (counts.get(f.connectionId) ?? 0) + 1);
+    total.add();
+  });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  return {
+    counts,
+    total: total.value,
+    /** Resolves with performance.now() once `total` frames were seen since creation (or rejects after timeoutMs). */
+    reach: total.reach,
     close: () => ws.close(),
   };
 }
@@ -258,8 +280,7 @@ export async function spawnBareClient(wsUrl: string, rootKeyHex: string, adminUr
   const { fork } = await import('node:child_process');
   const file = path.join(path.dirname(new URL(import.meta.url).pathname), 'bare-client.ts');
   const child = fork(file, [wsUrl, rootKeyHex, adminUrl, phone], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  let count = 0;
-  const waiters = new Set<() => void>();
+  const count = awaitableCount('messages at the bare client');
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('bare client did not become ready')), 60_000);
     child.on('message', (m: { ready?: boolean; count?: number }) => {
@@ -267,31 +288,14 @@ export async function spawnBareClient(wsUrl: string, rootKeyHex: string, adminUr
         clearTimeout(timer);
         resolve();
       }
-      if (m.count !== undefined) {
-        count = m.count;
-        for (const w of waiters) w();
-      }
+      if (m.count !== undefined) count.set(m.count);
     });
     child.once('exit', (code) => reject(new Error(`bare client exited with ${code}`)));
   });
   return {
     pid: child.pid!,
-    received: () => count,
-    reach: (n: number, timeoutMs: number) =>
-      new Promise<number>((resolve, reject) => {
-        const check = () => {
-          if (count < n) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(performance.now());
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`bare client saw ${count} of ${n} messages in ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      }),
+    received: count.value,
+    reach: count.reach,
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
