@@ -4,28 +4,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageIdOf, type StoredMessage } from '../../service/db/messages.ts';
+import { incomingText } from '../helpers/messages.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 
 const ALICE = '15550101@s.whatsapp.net';
 const BOB = '15550102@s.whatsapp.net';
 
 function message(chatId: string, n: number, timestamp: number): StoredMessage {
-  const keyId = `KEY${String(n).padStart(4, '0')}`;
-  return {
-    id: messageIdOf(false, chatId, keyId),
-    keyId,
-    chatId,
-    timestamp,
-    fromMe: false,
-    senderJid: chatId,
-    senderPushName: 'Alice',
-    type: 'text',
-    text: `message ${n}`,
-    quotedMessageId: null,
-    media: null,
-    ack: null,
-    raw: null,
-  };
+  return incomingText(chatId, `KEY${String(n).padStart(4, '0')}`, timestamp, `message ${n}`);
 }
 
 describe('reading and sending', () => {

@@ -12,6 +12,7 @@ import { DatabaseOpenError, openDatabase } from '../../service/db/database.ts';
 import { decodeCursor, encodeCursor, messageIdOf, parseMessageId, type StoredMessage } from '../../service/db/messages.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { loadAuthState } from '../../service/engine/auth-state.ts';
+import { incomingText } from '../helpers/messages.ts';
 import type { LoggedEvent } from '../../service/db/events.ts';
 
 let dir: string;
@@ -67,25 +68,8 @@ describe('store', () => {
   });
   afterEach(() => store.close());
 
-  const msg = (i: number, timestamp: number): StoredMessage => {
-    const chatId = '15550101@s.whatsapp.net';
-    const keyId = `K${String(i).padStart(4, '0')}`;
-    return {
-      id: messageIdOf(false, chatId, keyId),
-      keyId,
-      chatId,
-      timestamp,
-      fromMe: false,
-      senderJid: chatId,
-      senderPushName: 'Alice',
-      type: 'text',
-      text: `m${i}`,
-      quotedMessageId: null,
-      media: null,
-      ack: null,
-      raw: null,
-    };
-  };
+  const msg = (i: number, timestamp: number): StoredMessage =>
+    incomingText('15550101@s.whatsapp.net', `K${String(i).padStart(4, '0')}`, timestamp, `m${i}`);
 
   it('keeps a Baileys auth state across a reopen: creds, key pairs, app-state keys and libsignal session records', async () => {
     const { SessionRecord } = (await import('libsignal')) as unknown as { SessionRecord: new () => { serialize(): unknown } };
