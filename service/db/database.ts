@@ -78,26 +78,38 @@ export function openDatabase(file: string): Db {
  * with it (the setting cannot change mid-transaction).
  */
 export function relaxedTransaction<T>(db: Db, fn: () => T): T {
-  let s = relaxedStatements.get(db);
+  if (db.inTransaction) return inTransaction(db, fn); // joins it, as a savepoint
+  const s = prepared(db);
+  s.normal.run();
+  try {
+    return inTransaction(db, fn);
+  } finally {
+    s.full.run();
+  }
+}
+
+/**
+ * Runs `fn` in a transaction of `db`, or in a savepoint when one is open. One better-sqlite3 transaction wrapper
+ * per database, made once: creating one per call showed up on the per-message path.
+ */
+export function inTransaction<T>(db: Db, fn: () => T): T {
+  return prepared(db).run(fn) as T;
+}
+
+/** Per database: the transaction wrapper and relaxedTransaction's pragmas, prepared once. */
+const preparedByDb = new WeakMap<Db, { run: (f: () => unknown) => unknown; normal: Statement; full: Statement }>();
+function prepared(db: Db) {
+  let s = preparedByDb.get(db);
   if (!s) {
     s = {
       run: db.transaction((f: () => unknown) => f()),
       normal: db.prepare('PRAGMA synchronous = NORMAL'),
       full: db.prepare('PRAGMA synchronous = FULL'),
     };
-    relaxedStatements.set(db, s);
+    preparedByDb.set(db, s);
   }
-  if (db.inTransaction) return s.run(fn) as T; // joins it, as a savepoint
-  s.normal.run();
-  try {
-    return s.run(fn) as T;
-  } finally {
-    s.full.run();
-  }
+  return s;
 }
-
-/** Per database: relaxedTransaction's statements, prepared once (it runs for every Signal key write). */
-const relaxedStatements = new WeakMap<Db, { run: (f: () => unknown) => unknown; normal: Statement; full: Statement }>();
 
 /** Current time as an ISO 8601 UTC string, the format of every stored `*_at` column. */
 export function nowIso(): string {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { openDatabase, type Db } from './database.ts';
+import { inTransaction, openDatabase, type Db } from './database.ts';
 import { authStateRepo } from './auth-state.ts';
 import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
@@ -35,9 +35,6 @@ export function createStore(db: Db) {
   /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
   let outboxRows = 0;
   const outboxListeners = new Set<() => void>();
-  /** Runs a function in a transaction, or in a savepoint inside one (created once: better-sqlite3 wrappers cost). */
-  const runInTransaction = db.transaction((fn: () => unknown) => fn());
-  const inTransaction = <T>(fn: () => T): T => runInTransaction(fn) as T;
   /** After a rollback: in-memory copies of rows it may have undone. */
   const forgetCaches = () => webhooks.forgetTargets();
 
@@ -120,7 +117,7 @@ export function createStore(db: Db) {
     const mark = pending.length;
     depth++;
     try {
-      const result = inTransaction(fn);
+      const result = inTransaction(db, fn);
       depth--;
       if (depth === 0) flush();
       return result;
@@ -154,7 +151,7 @@ export function createStore(db: Db) {
     const outboxMark = outboxRows;
     depth++;
     try {
-      const result = inTransaction(fn); // a savepoint inside the batch
+      const result = inTransaction(db, fn); // a savepoint inside the batch
       depth--;
       return result;
     } catch (err) {
