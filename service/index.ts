@@ -16,6 +16,7 @@ import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
+import { startCheckpointer } from './db/checkpointer.ts';
 import { openStore } from './db/store.ts';
 import { createEngine } from './engine/engine.ts';
 import type { EngineOptions } from './engine/types.ts';
@@ -79,8 +80,14 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
-    const store = openStore(config.dataDir);
+    const store = openStore(config.dataDir, {
+      onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
+    });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
+    const checkpointer = startCheckpointer(store.db, (err) =>
+      logger.error({ err }, 'the WAL checkpoint worker failed; checkpoints run on the main thread again'),
+    );
+    cleanups.push({ step: 'checkpoint worker', cleanup: () => checkpointer.stop() });
 
     let waUrl = config.waUrl;
     let waRootPublicKey = config.waRootPublicKey;

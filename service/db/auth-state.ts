@@ -22,15 +22,12 @@ export function authStateRepo(db: Db) {
     clearCreds: db.prepare(`DELETE FROM auth_creds WHERE connection_id = ?`),
     clearKeys: db.prepare(`DELETE FROM auth_keys WHERE connection_id = ?`),
   };
-  // Signal key writes commit with synchronous=NORMAL (see relaxedTransaction): the message commit that follows
-  // every decrypt, before its receipt leaves, syncs them to disk with it.
-  const setMany = (connectionId: string, rows: Array<[type: string, id: string, value: string | null]>) =>
-    relaxedTransaction(db, () => {
-      for (const [type, id, value] of rows) {
-        if (value === null) q.delKey.run(connectionId, type, id);
-        else q.putKey.run(connectionId, type, id, value);
-      }
-    });
+  const writeMany = (connectionId: string, rows: Array<[type: string, id: string, value: string | null]>) => {
+    for (const [type, id, value] of rows) {
+      if (value === null) q.delKey.run(connectionId, type, id);
+      else q.putKey.run(connectionId, type, id, value);
+    }
+  };
   const clear = db.transaction((connectionId: string) => {
     q.clearKeys.run(connectionId);
     q.clearCreds.run(connectionId);
@@ -52,9 +49,16 @@ export function authStateRepo(db: Db) {
       }
       return out;
     },
-    /** Writes all rows atomically; a null value deletes the key. */
+    /**
+     * Writes all rows atomically; a null value deletes the key. Commits with synchronous=NORMAL (see
+     * relaxedTransaction): the message commit that follows every decrypt, before its receipt leaves, syncs them.
+     */
     setKeys(connectionId: string, rows: Array<[type: string, id: string, value: string | null]>): void {
-      setMany(connectionId, rows);
+      relaxedTransaction(db, () => writeMany(connectionId, rows));
+    },
+    /** `setKeys` without a transaction of its own: call inside one (the engine uses the store's group commit). */
+    writeKeys(connectionId: string, rows: Array<[type: string, id: string, value: string | null]>): void {
+      writeMany(connectionId, rows);
     },
     /** Forgets the whole auth state (after a logout), atomically. */
     clear(connectionId: string): void {

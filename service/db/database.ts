@@ -88,6 +88,12 @@ export function relaxedTransaction<T>(db: Db, fn: () => T): T {
   }
 }
 
+/** Sets `PRAGMA synchronous` (outside a transaction only: SQLite ignores it inside one). */
+export function setSynchronous(db: Db, level: 'NORMAL' | 'FULL'): void {
+  const s = prepared(db);
+  (level === 'FULL' ? s.full : s.normal).run();
+}
+
 /**
  * Runs `fn` in a transaction of `db`, or in a savepoint when one is open. One better-sqlite3 transaction wrapper
  * per database, made once: creating one per call showed up on the per-message path.

@@ -75,8 +75,11 @@ export interface NewDelivery {
   msgId: string;
   eventType: string;
   body: string;
-  status: 'pending' | 'skipped';
+  /** `delivering` = claimed at insert by the dispatcher (see store.setOutboxClaimer): attempts 1, leased. */
+  status: 'pending' | 'skipped' | 'delivering';
   nextAttemptAt: number;
+  /** With status `delivering`: when the claim lapses (ms since the epoch). */
+  leaseUntil?: number | null;
   replayOf?: string | null;
 }
 
@@ -103,9 +106,10 @@ export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
 export function deliveriesRepo(db: Db) {
   const q = {
     insert: db.prepare(
-      `INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, next_attempt_at,
-         replay_of, created_at)
-       VALUES (@id, @webhookId, @userId, @eventSeq, @msgId, @eventType, @body, @status, @nextAttemptAt, @replayOf, @now)`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, attempts,
+         next_attempt_at, lease_until, replay_of, created_at)
+       VALUES (@id, @webhookId, @userId, @eventSeq, @msgId, @eventType, @body, @status, @attempts, @nextAttemptAt,
+         @leaseUntil, @replayOf, @now)`,
     ),
     get: db.prepare(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE id = ?`),
     logs: db.prepare(
@@ -154,9 +158,16 @@ export function deliveriesRepo(db: Db) {
   };
 
   return {
-    /** Inserts outbox rows; call inside the transaction of their event. */
-    insert(d: NewDelivery): void {
-      q.insert.run({ ...d, replayOf: d.replayOf ?? null, now: nowIso() });
+    /** Inserts an outbox row; call inside the transaction of its event. A `delivering` row counts its attempt. */
+    insert(d: NewDelivery, now = nowIso()): void {
+      const claimed = d.status === 'delivering';
+      q.insert.run({
+        ...d,
+        attempts: claimed ? 1 : 0,
+        leaseUntil: claimed ? (d.leaseUntil ?? null) : null,
+        replayOf: d.replayOf ?? null,
+        now,
+      });
     },
     get(id: string): DeliveryRow | undefined {
       const r = q.get.get(id) as RawRow | undefined;

@@ -4,13 +4,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { inTransaction, openDatabase, type Db } from './database.ts';
+import { inTransaction, openDatabase, setSynchronous, type Db } from './database.ts';
+import { WalSync } from './wal-sync.ts';
 import { authStateRepo } from './auth-state.ts';
 import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
 import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
-import { deliveriesRepo, webhookMessageId } from './deliveries.ts';
+import { deliveriesRepo, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
 import { messagesRepo } from './messages.ts';
 import { tokensRepo } from './tokens.ts';
@@ -20,12 +21,32 @@ import { EventBus } from '../events/bus.ts';
 
 export type Store = ReturnType<typeof createStore>;
 
-/** Opens `<dataDir>/switchboard.db` (see openDatabase for errors). */
-export function openStore(dataDir: string): Store {
-  return createStore(openDatabase(path.join(dataDir, 'switchboard.db')));
+/**
+ * The webhook dispatcher's side of claim-at-insert: an outbox row the dispatcher has room for is written already
+ * claimed (`delivering`, attempt 1, leased) and handed over in memory once its transaction commits, so a fresh
+ * event costs no claim transaction. Rows it has no room for are written `pending` and claimed from the table.
+ */
+export interface OutboxClaimer {
+  readonly leaseMs: number;
+  /** Reserves room for one fresh row of the webhook; false = write it `pending`. Called inside the transaction. */
+  reserve(webhookId: string): boolean;
+  /** After the commit: the rows reserved and written by it, ready to send. */
+  committed(rows: ClaimedDelivery[]): void;
+  /** After a rollback: reservations whose rows were undone. */
+  abandoned(rows: readonly ClaimedDelivery[]): void;
 }
 
-export function createStore(db: Db) {
+export interface StoreOptions {
+  /** Told when an fsync of the WAL fails (default: a process warning). The commit is synced again at once. */
+  onSyncError?: (err: Error) => void;
+}
+
+/** Opens `<dataDir>/switchboard.db` (see openDatabase for errors). */
+export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
+  return createStore(openDatabase(path.join(dataDir, 'switchboard.db')), opts);
+}
+
+export function createStore(db: Db, opts: StoreOptions = {}) {
   const events = eventsRepo(db);
   const webhooks = webhooksRepo(db);
   const deliveries = deliveriesRepo(db);
@@ -35,22 +56,48 @@ export function createStore(db: Db) {
   /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
   let outboxRows = 0;
   const outboxListeners = new Set<() => void>();
+  let claimer: OutboxClaimer | undefined;
+  /** Rows claimed at insert by the running transaction, handed to `claimer` when it commits. */
+  let claimedRows: ClaimedDelivery[] = [];
+  /** Undoes the claims made since `mark` (a rolled-back savepoint or transaction). */
+  const abandonClaims = (mark: number) => {
+    if (claimedRows.length <= mark) return;
+    const undone = claimedRows.splice(mark);
+    claimer?.abandoned(undone);
+  };
   /** After a rollback: in-memory copies of rows it may have undone. */
-  const forgetCaches = () => webhooks.forgetTargets();
+  const forgetCaches = () => webhooks.forgetCache();
 
-  function flush(): void {
-    const batch = pending.splice(0);
-    for (const [userId, event] of batch) bus.publish(userId, event);
-    if (outboxRows > 0) {
-      outboxRows = 0;
-      for (const listener of outboxListeners) {
+  /**
+   * Takes what the transaction just committed left to announce (its events, claimed and pending outbox rows) and
+   * returns the function that announces it, to run once the commit is on disk.
+   */
+  function takeCommitted(): () => void {
+    if (pending.length === 0 && claimedRows.length === 0 && outboxRows === 0) return () => undefined;
+    const events = pending.splice(0);
+    const claims = claimedRows;
+    claimedRows = [];
+    const wake = outboxRows > 0;
+    outboxRows = 0;
+    return () => {
+      for (const [userId, event] of events) bus.publish(userId, event);
+      if (claims.length > 0) {
         try {
-          listener();
+          claimer?.committed(claims);
         } catch {
-          // The dispatcher's wake-up must not break the writer.
+          // Unsent claims lapse with their lease and are sent again (at-least-once).
         }
       }
-    }
+      if (wake) {
+        for (const listener of outboxListeners) {
+          try {
+            listener();
+          } catch {
+            // The dispatcher's wake-up must not break the writer.
+          }
+        }
+      }
+    };
   }
 
   /**
@@ -61,38 +108,52 @@ export function createStore(db: Db) {
     const targets = webhooks.targets(connectionId);
     if (targets.length === 0) return;
     let body: string | undefined;
+    let msgId: string | undefined;
     const now = Date.now();
     for (const t of targets) {
       if (onlyWebhookId ? t.id !== onlyWebhookId : !(t.events.includes(logged.event) || t.events.includes('*'))) continue;
       body ??= JSON.stringify({ event: logged.event, session: t.sessionName, payload: logged.payload });
-      deliveries.insert({
-        id: randomUUID(),
-        webhookId: t.id,
-        userId,
-        eventSeq: logged.seq,
-        msgId: webhookMessageId(userId, logged.seq),
-        eventType: logged.event,
-        body,
-        status: t.active ? 'pending' : 'skipped',
-        nextAttemptAt: now,
-      });
-      if (t.active) outboxRows++;
+      msgId ??= webhookMessageId(userId, logged.seq);
+      const id = randomUUID();
+      const claimed = t.active && claimer !== undefined && claimer.reserve(t.id);
+      deliveries.insert(
+        {
+          id,
+          webhookId: t.id,
+          userId,
+          eventSeq: logged.seq,
+          msgId,
+          eventType: logged.event,
+          body,
+          status: !t.active ? 'skipped' : claimed ? 'delivering' : 'pending',
+          nextAttemptAt: now,
+          leaseUntil: claimed ? now + claimer!.leaseMs : null,
+        },
+        logged.timestamp,
+      );
+      if (claimed) claimedRows.push({ id, webhookId: t.id, msgId, body, attempts: 1, nextAttemptAt: now });
+      else if (t.active) outboxRows++;
     }
   }
 
   // ---- group commit ------------------------------------------------------------------------------------
   // Incoming traffic (the engine's `ingest`) is written into one open transaction that commits BATCH_WINDOW_MS
-  // after it opened: one fsync for every message of that window instead of one each (a FULL commit costs
-  // 0.2–1.5 ms here). Nothing leaves the process before its batch commits: events are published, the webhook
-  // dispatcher woken and the engine's held frames (receipts) sent only afterwards (`whenDurable`). Any other
-  // transaction (`tx`, an API write) commits the open batch first, and the HTTP layer commits it before each
-  // response, so an answer never reports a write that is not on disk.
+  // after it opened: one fsync for every message of that window instead of one each. The batch commits with
+  // synchronous=NORMAL and its WAL is then fsynced on the thread pool (wal-sync.ts), so the event loop does not
+  // wait for the disk. Nothing leaves the process before that sync: events are published, the webhook dispatcher
+  // handed its rows and the engine's held frames (receipts) sent only afterwards (`whenDurable`). Any other
+  // transaction (`tx`, an API write) commits the open batch first and returns with everything synced (FULL), and
+  // the HTTP layer waits for `durable()` before each response, so an answer never reports a write not on disk.
   const BATCH_WINDOW_MS = 4;
   let batchOpen = false;
   let batchTimer: NodeJS.Timeout | undefined;
   const afterBatch: Array<() => void> = [];
+  const onSyncError =
+    opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
+  /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
+  const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError);
 
-  /** Commits the open batch, if any, then publishes its events and runs what waited for it. */
+  /** Commits the open batch, if any; what waited for it runs once the commit is on disk. */
   function commitBatch(): void {
     if (!batchOpen) return;
     clearTimeout(batchTimer);
@@ -101,30 +162,55 @@ export function createStore(db: Db) {
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
+      if (walSync) setSynchronous(db, 'FULL');
       forgetCaches();
       pending.length = 0;
       outboxRows = 0;
+      abandonClaims(0);
       afterBatch.length = 0; // held frames are dropped with the socket the engine now closes
       throw err;
     }
-    flush();
-    for (const cb of afterBatch.splice(0)) cb();
+    const announce = takeCommitted();
+    const waiters = afterBatch.splice(0);
+    const run = () => {
+      announce();
+      for (const cb of waiters) cb();
+    };
+    if (walSync) {
+      setSynchronous(db, 'FULL');
+      walSync.committed(run);
+    } else run();
   }
 
-  /** Runs `fn` in a transaction (a savepoint when nested); events it appends are published after the outermost commit. */
+  /** Runs `cb` once everything written so far is on disk: now, or after the open batch commits and syncs. */
+  function whenDurable(cb: () => void): void {
+    if (batchOpen) afterBatch.push(cb);
+    else if (walSync) walSync.whenDurable(cb);
+    else cb();
+  }
+
+  /**
+   * Runs `fn` in a transaction (a savepoint when nested); events it appends are published after the outermost
+   * commit, which returns with every earlier batch on disk too (announced first, so events stay in seq order).
+   */
   function tx<T>(fn: () => T): T {
     if (depth === 0) commitBatch();
     const mark = pending.length;
+    const claimMark = claimedRows.length;
     depth++;
     try {
       const result = inTransaction(db, fn);
       depth--;
-      if (depth === 0) flush();
+      if (depth === 0) {
+        walSync?.syncNow(); // usually free: a FULL commit that wrote has just synced the WAL
+        takeCommitted()();
+      }
       return result;
     } catch (err) {
       depth--;
       pending.length = mark;
       if (depth === 0) outboxRows = 0;
+      abandonClaims(claimMark);
       forgetCaches();
       throw err;
     }
@@ -137,7 +223,13 @@ export function createStore(db: Db) {
   function ingest<T>(fn: () => T): T {
     if (depth > 0) return tx(fn);
     if (!batchOpen) {
-      db.exec('BEGIN IMMEDIATE');
+      if (walSync) setSynchronous(db, 'NORMAL'); // durability comes from walSync's fsync (see above)
+      try {
+        db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        if (walSync) setSynchronous(db, 'FULL');
+        throw err;
+      }
       batchOpen = true;
       batchTimer = setTimeout(() => {
         try {
@@ -149,6 +241,7 @@ export function createStore(db: Db) {
     }
     const mark = pending.length;
     const outboxMark = outboxRows;
+    const claimMark = claimedRows.length;
     depth++;
     try {
       const result = inTransaction(db, fn); // a savepoint inside the batch
@@ -158,6 +251,7 @@ export function createStore(db: Db) {
       depth--;
       pending.length = mark;
       outboxRows = outboxMark;
+      abandonClaims(claimMark);
       forgetCaches();
       throw err;
     }
@@ -179,15 +273,17 @@ export function createStore(db: Db) {
     deliveries,
     tx,
     ingest,
-    /** Commits the open group-commit batch now (before an API response, at shutdown). */
+    /** Commits the open group-commit batch and syncs it on this thread (shutdown, and callers that cannot wait). */
     commitPending(): void {
       commitBatch();
+      walSync?.syncNow();
     },
-    /** Runs `cb` once everything written so far is durable: now, or when the open batch commits. */
-    whenDurable(cb: () => void): void {
-      if (batchOpen) afterBatch.push(cb);
-      else cb();
+    /** Commits the open batch; resolves once everything written so far is on disk (before an API response). */
+    durable(): Promise<void> {
+      commitBatch();
+      return new Promise<void>((resolve) => whenDurable(resolve));
     },
+    whenDurable,
     /**
      * Logs an event for `userId` and, in the same transaction, writes the webhook outbox rows for it: inside the
      * caller's `tx`/`ingest` it joins that transaction (no savepoint of its own: an error rolls back with the
@@ -209,7 +305,11 @@ export function createStore(db: Db) {
       };
       return depth > 0 ? write() : tx(write);
     },
-    /** Calls `listener` after each commit that wrote webhook outbox rows; returns the unsubscribe function. */
+    /** Lets the dispatcher claim fresh outbox rows at insert (see OutboxClaimer); `undefined` stops it. */
+    setOutboxClaimer(c: OutboxClaimer | undefined): void {
+      claimer = c;
+    },
+    /** Calls `listener` after each commit that wrote `pending` webhook outbox rows; returns the unsubscribe function. */
     onOutbox(listener: () => void): () => void {
       outboxListeners.add(listener);
       return () => outboxListeners.delete(listener);
@@ -217,6 +317,8 @@ export function createStore(db: Db) {
     close(): void {
       if (db.open) {
         commitBatch();
+        walSync?.syncNow();
+        walSync?.close();
         db.close();
       }
     },

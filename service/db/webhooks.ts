@@ -81,10 +81,28 @@ export function webhooksRepo(db: Db) {
     ),
   };
   const targetCache = new Map<string, WebhookTarget[]>();
+  const rowCache = new Map<string, WebhookRow | null>();
+  const forget = () => {
+    targetCache.clear();
+    rowCache.clear();
+  };
   return {
     get(id: string): WebhookRow | undefined {
       const r = q.get.get(id) as RawRow | undefined;
       return r && toRow(r);
+    },
+    /**
+     * `get` through the same in-memory cache as `targets` (the dispatcher reads the row for every attempt).
+     * The returned row is shared: do not modify it.
+     */
+    getCached(id: string): WebhookRow | undefined {
+      let row = rowCache.get(id);
+      if (row === undefined) {
+        row = this.get(id) ?? null;
+        if (rowCache.size >= 10_000) rowCache.clear();
+        rowCache.set(id, row);
+      }
+      return row ?? undefined;
     },
     listByConnection(connectionId: string): WebhookRow[] {
       return (q.listByConnection.all(connectionId) as RawRow[]).map(toRow);
@@ -96,7 +114,7 @@ export function webhooksRepo(db: Db) {
     /**
      * Every webhook of the connection with the connection's sessionName (active or not). Read for every logged
      * event, so kept in memory: webhook rows change only through this repo (insert/update/delete clear it; the
-     * store calls `forgetTargets` when a transaction rolls back), and connections are never deleted (soft delete).
+     * store calls `forgetCache` when a transaction rolls back), and connections are never deleted (soft delete).
      */
     targets(connectionId: string): WebhookTarget[] {
       const cached = targetCache.get(connectionId);
@@ -106,12 +124,12 @@ export function webhooksRepo(db: Db) {
       targetCache.set(connectionId, targets);
       return targets;
     },
-    /** Drops the in-memory `targets` (after a rollback that may have undone a webhook write). */
-    forgetTargets(): void {
-      targetCache.clear();
+    /** Drops the in-memory `targets` and rows (after a rollback that may have undone a webhook write). */
+    forgetCache(): void {
+      forget();
     },
     insert(w: { id: string; userId: string; connectionId: string; url: string; events: string[]; secret: string; active: boolean }): WebhookRow {
-      targetCache.clear();
+      forget();
       q.insert.run({ ...w, events: JSON.stringify(w.events), active: w.active ? 1 : 0, now: nowIso() });
       return this.get(w.id)!;
     },
@@ -121,7 +139,7 @@ export function webhooksRepo(db: Db) {
       if (!cur) return undefined;
       const active = patch.active ?? cur.active;
       const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
-      targetCache.clear();
+      forget();
       q.update.run({
         id,
         url: patch.url ?? cur.url,
@@ -133,7 +151,7 @@ export function webhooksRepo(db: Db) {
       return this.get(id);
     },
     delete(id: string): boolean {
-      targetCache.clear();
+      forget();
       return q.delete.run(id).changes > 0;
     },
     /** The operator setting `allowLanWebhooks` from the settings table (JSON true/false); false when unset. */

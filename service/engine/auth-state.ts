@@ -2,7 +2,7 @@
  * Baileys authentication state (creds + Signal key store) kept in SQLite through `db/auth-state.ts`.
  * Values are serialised with Baileys' BufferJSON (Buffers as `{type:'Buffer', data:<base64>}`), as its own
  * file store does (`lib/Utils/use-multi-file-auth-state.js`); app-state sync keys are re-hydrated into protos.
- * `keys.set` of one call is one SQLite transaction, so a crash never leaves a half-written key batch.
+ * `keys.set` of one call is one SQLite transaction (or savepoint), so a crash never leaves a half-written key batch.
  */
 import {
   BufferJSON,
@@ -38,35 +38,85 @@ function encodeKey(type: string, value: unknown): string {
 }
 const decode = (text: string): unknown => JSON.parse(text, BufferJSON.reviver);
 
-/** Loads (or initialises and stores) the auth state of `connectionId`. */
-export function loadAuthState(repo: AuthStateRepo, connectionId: string): SqliteAuthState {
+type KeyRows = Array<[type: string, id: string, value: string | null]>;
+
+/** Decoded Signal keys kept per connection (sessions, sender keys, pre-keys…): a few KB each. */
+const KEY_CACHE_MAX = 5_000;
+
+/**
+ * Loads (or initialises and stores) the auth state of `connectionId`.
+ * @param opts.writeKeys writes one `keys.set` call's rows atomically; default `repo.setKeys` (a transaction of its
+ *   own). The engine passes the store's group commit, so a decrypt's key writes commit with its message.
+ */
+export function loadAuthState(
+  repo: AuthStateRepo,
+  connectionId: string,
+  opts: { writeKeys?: (rows: KeyRows) => void } = {},
+): SqliteAuthState {
+  const writeKeys = opts.writeKeys ?? ((rows: KeyRows) => repo.setKeys(connectionId, rows));
   const stored = repo.getCreds(connectionId);
   const creds = stored ? (decode(stored) as AuthenticationCreds) : initAuthCreds();
   if (!stored) repo.putCreds(connectionId, encode(creds));
 
+  // Decoded values by `type.id`, least recently used first: the Signal session of a chatty contact is read and
+  // written for every message. Synchronous like the SQLite underneath, so it needs no lock (Baileys'
+  // makeCacheableSignalKeyStore wraps every call in an async mutex and a TTL cache). Shared objects, as there.
+  const cache = new Map<string, unknown>();
+  const remember = (key: string, value: unknown) => {
+    cache.delete(key);
+    cache.set(key, value);
+    if (cache.size > KEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
+  };
   const keys: SignalKeyStore = {
     get<T extends keyof SignalDataTypeMap>(type: T, ids: string[]) {
-      const found = repo.getKeys(connectionId, type, ids);
       const out: { [id: string]: SignalDataTypeMap[T] } = {};
-      for (const [id, text] of found) {
-        let value = decode(text);
-        if (type === 'app-state-sync-key' && value) {
-          value = proto.Message.AppStateSyncKeyData.fromObject(value as object);
+      let missing: string[] | undefined;
+      for (const id of ids) {
+        const key = `${type}.${id}`;
+        const hit = cache.get(key);
+        if (hit === undefined) (missing ??= []).push(id);
+        else {
+          remember(key, hit);
+          out[id] = hit as SignalDataTypeMap[T];
         }
-        out[id] = value as SignalDataTypeMap[T];
+      }
+      if (missing) {
+        for (const [id, text] of repo.getKeys(connectionId, type, missing)) {
+          let value = decode(text);
+          if (type === 'app-state-sync-key' && value) {
+            value = proto.Message.AppStateSyncKeyData.fromObject(value as object);
+          }
+          if (value !== null && value !== undefined) remember(`${type}.${id}`, value);
+          out[id] = value as SignalDataTypeMap[T];
+        }
       }
       return out;
     },
     set(data: SignalDataSet) {
-      const rows: Array<[string, string, string | null]> = [];
+      const rows: KeyRows = [];
       for (const [type, entries] of Object.entries(data)) {
         for (const [id, value] of Object.entries(entries ?? {})) {
           rows.push([type, id, value === null || value === undefined ? null : encodeKey(type, value)]);
         }
       }
-      if (rows.length) repo.setKeys(connectionId, rows);
+      if (rows.length === 0) return;
+      let written = false;
+      try {
+        writeKeys(rows);
+        written = true;
+      } finally {
+        // After a failed write the table keeps the old values: forget these keys so the next read loads them.
+        for (const [type, entries] of Object.entries(data)) {
+          for (const [id, value] of Object.entries(entries ?? {})) {
+            const key = `${type}.${id}`;
+            if (!written || value === null || value === undefined) cache.delete(key);
+            else remember(key, value);
+          }
+        }
+      }
     },
     clear() {
+      cache.clear();
       repo.clear(connectionId);
     },
   };

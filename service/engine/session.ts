@@ -24,7 +24,6 @@ import makeWASocket, {
   getHistoryMsg,
   jidDecode,
   jidNormalizedUser,
-  makeCacheableSignalKeyStore,
   PROCESSABLE_HISTORY_TYPES,
   proto,
   type BaileysEventMap,
@@ -61,6 +60,14 @@ const MAX_QR_CYCLES = 5;
 /** Most JIDs whose last contact write a session remembers (see Session.#lastContactWrite). */
 const CONTACT_CACHE_MAX = 10_000;
 const MAX_BACKOFF_MS = 60_000;
+/**
+ * How long a new socket may take to reach the QR or the logged-in state (Baileys' default connectTimeoutMs).
+ * The session enforces it itself and gives Baileys connectTimeoutMs 0: rc14 otherwise wraps every frame it sends
+ * in a 20 s timeout that captures two stack traces and builds a Boom per frame (lib/Utils/generics.js
+ * promiseTimeout), a measurable share of the per-message CPU, and our frame hook (commit-before-receipt.ts)
+ * acknowledges every write at once, so that timeout could never fire anyway.
+ */
+const CONNECT_TIMEOUT_MS = 20_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
 const HISTORY_WAIT_MS = 15_000;
 /**
@@ -99,6 +106,7 @@ export class Session {
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #historyTimer: NodeJS.Timeout | undefined;
+  #connectTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
   #qrCycles = 0;
   /** Whether the current socket has shown a QR (so its close ends a pairing attempt, not a failed connect). */
@@ -179,6 +187,7 @@ export class Session {
     this.#stopped = true;
     clearTimeout(this.#reconnectTimer);
     clearTimeout(this.#historyTimer);
+    clearTimeout(this.#connectTimer);
     const sock = this.#sock;
     this.#sock = undefined;
     // Held receipts of uncommitted history chunks must not leave (the sandbox/server sends those chunks again);
@@ -204,7 +213,11 @@ export class Session {
 
   #connect(): void {
     const { store, logger, waUrl, baileysLogLevel } = this.deps;
-    const auth = loadAuthState(store.authState, this.connectionId);
+    // Signal key writes join the group commit (one savepoint, no commit of their own): the message they decrypted
+    // is written into the same batch, and frames (its receipt) leave only after that batch commits.
+    const auth = loadAuthState(store.authState, this.connectionId, {
+      writeKeys: (rows) => store.ingest(() => store.authState.writeKeys(this.connectionId, rows)),
+    });
     this.#auth = auth;
     this.#pendingDone = false;
     this.#socketOpen = false;
@@ -212,7 +225,7 @@ export class Session {
     this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
     const baileysLogger = logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel });
     const sock = makeWASocket({
-      auth: { creds: auth.creds, keys: makeCacheableSignalKeyStore(auth.keys, baileysLogger) },
+      auth: { creds: auth.creds, keys: auth.keys }, // auth.keys caches decoded keys itself (auth-state.ts)
       logger: baileysLogger,
       ...(waUrl ? { waWebSocketUrl: waUrl } : {}),
       ...(this.deps.sandboxTrust && {
@@ -220,6 +233,7 @@ export class Session {
         options: { dispatcher: this.deps.sandboxTrust.dispatcher } as unknown as RequestInit,
       }),
       browser: Browsers.macOS('Chrome'),
+      connectTimeoutMs: 0, // enforced by #connectTimer instead (see CONNECT_TIMEOUT_MS)
       markOnlineOnConnect: false,
       syncFullHistory: false,
       shouldSyncHistoryMessage: () => true,
@@ -230,6 +244,13 @@ export class Session {
       },
     });
     this.#sock = sock;
+    clearTimeout(this.#connectTimer);
+    this.#connectTimer = setTimeout(() => {
+      if (this.#sock !== sock) return;
+      this.#log.warn({ ms: CONNECT_TIMEOUT_MS }, 'connection attempt timed out');
+      const timedOut = Object.assign(new Error('Timed Out'), { output: { statusCode: DisconnectReason.timedOut } });
+      void sock.end(timedOut);
+    }, CONNECT_TIMEOUT_MS);
     disableEventBuffer(sock);
     this.#dropHistoryHolds();
     this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
@@ -316,6 +337,7 @@ export class Session {
   }
 
   #onConnection(sock: WASocket, u: BaileysEventMap['connection.update']): void {
+    if (u.qr || u.connection === 'open' || u.connection === 'close') clearTimeout(this.#connectTimer);
     if (u.qr) {
       this.#qr = u.qr;
       this.#qrShown = true;

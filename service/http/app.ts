@@ -78,9 +78,9 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
-  // that is not on disk yet, so commit whatever is open before any answer leaves.
+  // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves.
   app.addHook('onSend', async (_request, _reply, payload) => {
-    deps.store.commitPending();
+    await deps.store.durable();
     return payload;
   });
   await registerOpenApi(app, { prefix: API_PREFIX, version: deps.version });

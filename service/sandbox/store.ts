@@ -10,14 +10,17 @@
  * so many concurrent deliveries cost one fsync. Reads of queued-but-uncommitted Signal sessions are
  * served from an in-memory write-through cache.
  *
- * Durability: WAL + `synchronous=FULL`; callers `await commit()` before anything that depends on
- * the write reaching disk (sending ciphertext, acknowledging a message, answering 201).
+ * Durability: WAL; a group commit is written with `synchronous=NORMAL` and its WAL fsynced on the thread pool
+ * (`db/wal-sync.ts`, the same sync FULL makes, off the event loop); callers `await commit()`, which resolves after
+ * that fsync, before anything that depends on the write reaching disk (sending ciphertext, acknowledging a
+ * message, answering 201). Other transactions commit with FULL.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate } from './schema.ts';
-import { DatabaseOpenError } from '../db/database.ts';
+import { DatabaseOpenError, setSynchronous } from '../db/database.ts';
+import { WalSync } from '../db/wal-sync.ts';
 
 export interface AccountRow {
   pn: string;
@@ -385,6 +388,7 @@ export class Store {
   private waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private commitScheduled = false;
   private closed = false;
+  private readonly walSync: WalSync;
 
   private readonly s: ReturnType<typeof prepareStatements>;
 
@@ -403,6 +407,7 @@ export class Store {
       this.db.pragma('busy_timeout = 5000');
       migrate(this.db);
       this.s = prepareStatements(this.db);
+      this.walSync = new WalSync(file, (err) => process.emitWarning(`sandbox: ${err.message}`, 'SandboxStorage'));
     } catch (err) {
       // A corrupt file fails the first pragma, before anything is written: report it (one line, naming the file).
       this.db.close();
@@ -442,13 +447,23 @@ export class Store {
       for (const w of waiters) w.reject(new Error('sandbox store is closed'));
       return;
     }
+    const resolveAll = () => {
+      for (const w of waiters) w.resolve();
+    };
     try {
       if (writes.length) {
-        this.db.transaction(() => {
-          for (const write of writes) write();
-        })();
+        setSynchronous(this.db, 'NORMAL');
+        try {
+          this.db.transaction(() => {
+            for (const write of writes) write();
+          })();
+        } finally {
+          setSynchronous(this.db, 'FULL');
+        }
+        this.walSync.committed(resolveAll);
+      } else {
+        this.walSync.whenDurable(resolveAll); // earlier commits may still be syncing
       }
-      for (const w of waiters) w.resolve();
     } catch (err) {
       // the cache may now be ahead of the file: forget it so reads come from what is durable
       this.sessionCache.clear();
@@ -828,6 +843,8 @@ export class Store {
   close(): void {
     if (this.closed) return;
     this.flush();
+    this.walSync.syncNow();
+    this.walSync.close();
     this.closed = true;
     this.db.close();
   }

@@ -1,8 +1,12 @@
 /**
  * The webhook dispatcher (DESIGN §4): drains the durable outbox in `webhook_deliveries`.
  *
- * - Woken after every commit that wrote outbox rows (store.onOutbox), by a timer set to the next due retry, and by
- *   a 1 s poll as a safety net. Claims due rows of every active webhook in one transaction (lease, attempts + 1).
+ * - Fresh rows are claimed at insert (store.setOutboxClaimer): while a webhook's lane has room, its outbox row is
+ *   written already `delivering` in the transaction of its event and handed over when that commits — no claim
+ *   transaction and no table scan on the hot path. Everything else (backlog, retries, rows of a previous run) is
+ *   claimed from the table: woken after a commit that wrote `pending` rows (store.onOutbox), by a timer set to the
+ *   next due retry, and by a 1 s poll as a safety net; one transaction claims due rows of every active webhook
+ *   (lease, attempts + 1).
  * - Each webhook has its own in-memory queue and concurrency limit, so a slow or failing consumer never delays
  *   another webhook; a global limit bounds sockets. Order is best effort (oldest due first), not FIFO.
  * - One attempt: Standard Webhooks headers re-signed with a fresh timestamp, same `webhook-id`; undici POST with a
@@ -16,7 +20,7 @@
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { ClaimedDelivery, DeliveryOutcome } from '../db/deliveries.ts';
-import type { Store } from '../db/store.ts';
+import type { OutboxClaimer, Store } from '../db/store.ts';
 import type { WebhookRow } from '../db/webhooks.ts';
 import { secretKey, signatureHeaders } from './signing.ts';
 import { UrlPolicy, UrlPolicyError, portOf } from './url-policy.ts';
@@ -51,6 +55,8 @@ export interface DispatcherOptions {
 interface WebhookLane {
   queue: ClaimedDelivery[];
   inFlight: number;
+  /** Rows claimed at insert whose transaction has not committed yet. */
+  reserved: number;
 }
 
 interface HookInfo {
@@ -58,7 +64,7 @@ interface HookInfo {
   key: Buffer;
 }
 
-export class WebhookDispatcher {
+export class WebhookDispatcher implements OutboxClaimer {
   readonly #o: Required<Omit<DispatcherOptions, 'store' | 'logger' | 'policy'>>;
   readonly #store: Store;
   readonly #log: DispatcherOptions['logger'];
@@ -70,6 +76,9 @@ export class WebhookDispatcher {
   #outcomes: DeliveryOutcome[] = [];
   #flushScheduled = false;
   #pumpScheduled = false;
+  #drainScheduled = false;
+  /** The table may hold rows due now that are not claimed yet (at boot, after pending rows, retries, releases). */
+  #backlog = true;
   #timer: NodeJS.Timeout | undefined;
   #sweep: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -100,13 +109,56 @@ export class WebhookDispatcher {
     return this.#o.retryDelaysMs.length;
   }
 
+  get leaseMs(): number {
+    return this.#o.leaseMs;
+  }
+
+  /** OutboxClaimer: room for one more fresh row of the webhook? Reserves it. */
+  reserve(webhookId: string): boolean {
+    if (!this.#running) return false;
+    const lane = this.#lane(webhookId);
+    if (lane.queue.length + lane.inFlight + lane.reserved >= this.#o.perWebhookQueue) return false;
+    lane.reserved++;
+    return true;
+  }
+
+  /** OutboxClaimer: the reserved rows are committed; they are sent from the next tick. */
+  committed(rows: ClaimedDelivery[]): void {
+    for (const d of rows) {
+      const lane = this.#lane(d.webhookId);
+      lane.reserved = Math.max(0, lane.reserved - 1);
+      if (this.#running) lane.queue.push(d);
+      else this.#store.deliveries.complete([{ id: d.id, kind: 'release' }]);
+    }
+    if (this.#running && !this.#drainScheduled) {
+      // Not from inside the committer's call stack: it may be an API request waiting for its commit.
+      this.#drainScheduled = true;
+      setImmediate(() => {
+        this.#drainScheduled = false;
+        if (this.#running) for (const id of this.#lanes.keys()) this.#drain(id);
+      });
+    }
+  }
+
+  /** OutboxClaimer: the reserved rows were rolled back. */
+  abandoned(rows: readonly ClaimedDelivery[]): void {
+    for (const d of rows) {
+      const lane = this.#lanes.get(d.webhookId);
+      if (lane) lane.reserved = Math.max(0, lane.reserved - 1);
+    }
+  }
+
   /** Recovers rows of a crashed run and starts draining. */
   start(): void {
     if (this.#running) return;
     this.#running = true;
     const { requeued, failed } = this.#store.deliveries.requeue({ all: true, maxAttempts: this.maxAttempts });
     if (requeued || failed) this.#log.info({ requeued, failed }, 'webhook deliveries recovered after restart');
-    this.#unsubscribe = this.#store.onOutbox(() => this.wake());
+    this.#unsubscribe = this.#store.onOutbox(() => {
+      this.#backlog = true;
+      this.wake();
+    });
+    this.#store.setOutboxClaimer(this);
     this.#sweep = setInterval(() => this.#sweepLeases(), 60_000);
     this.#sweep.unref();
     this.wake();
@@ -125,6 +177,13 @@ export class WebhookDispatcher {
   /** Stops claiming, waits up to `graceMs` for in-flight attempts, records outcomes, releases unsent claims. */
   async close(graceMs = 5_000): Promise<void> {
     if (!this.#running) return;
+    // Rows claimed in a still-open group-commit batch: commit them now, so they are handed over (then released).
+    try {
+      this.#store.commitPending();
+    } catch (err) {
+      this.#log.warn({ err }, 'committing the open batch before closing the webhook dispatcher failed');
+    }
+    this.#store.setOutboxClaimer(undefined);
     this.#running = false;
     this.#unsubscribe?.();
     clearTimeout(this.#timer);
@@ -148,7 +207,7 @@ export class WebhookDispatcher {
 
   #lane(id: string): WebhookLane {
     let lane = this.#lanes.get(id);
-    if (!lane) this.#lanes.set(id, (lane = { queue: [], inFlight: 0 }));
+    if (!lane) this.#lanes.set(id, (lane = { queue: [], inFlight: 0, reserved: 0 }));
     return lane;
   }
 
@@ -162,12 +221,18 @@ export class WebhookDispatcher {
       active = this.#store.webhooks.activeIds();
       for (const id of active) {
         const lane = this.#lanes.get(id);
-        const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight : 0);
+        const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight + lane.reserved : 0);
         if (room > 0) want.set(id, room);
       }
       const claimed = want.size ? this.#store.deliveries.claim(want, now, now + this.#o.leaseMs) : [];
       if (claimed.length) this.stats.claims++;
-      for (const d of claimed) this.#lane(d.webhookId).queue.push(d);
+      const got = new Map<string, number>();
+      for (const d of claimed) {
+        this.#lane(d.webhookId).queue.push(d);
+        got.set(d.webhookId, (got.get(d.webhookId) ?? 0) + 1);
+      }
+      // A webhook that had no room, or took all it had room for, may have more due rows; one with room left has none.
+      this.#backlog = active.some((id) => !want.has(id) || (got.get(id) ?? 0) >= want.get(id)!);
     } catch (err) {
       this.#log.error({ err }, 'webhook claim failed');
       this.#timer = setTimeout(() => this.#pump(), this.#o.pollMs);
@@ -195,7 +260,7 @@ export class WebhookDispatcher {
         lane.inFlight--;
         this.#inFlight--;
         this.#record(outcome);
-        if (lane.queue.length === 0 && lane.inFlight === 0) this.#lanes.delete(webhookId);
+        if (lane.queue.length === 0 && lane.inFlight === 0 && lane.reserved === 0) this.#lanes.delete(webhookId);
         if (this.#running) {
           this.#drain(webhookId);
           // A webhook waiting on the global limit may proceed now.
@@ -224,19 +289,21 @@ export class WebhookDispatcher {
     const batch = this.#outcomes;
     if (batch.length === 0) return;
     this.#outcomes = [];
+    if (batch.some((o) => o.kind === 'retry' || o.kind === 'release')) this.#backlog = true;
     try {
       this.#store.deliveries.complete(batch);
     } catch (err) {
       // The rows stay `delivering`; the lease sweep or the next boot sends them again.
       this.#log.error({ err, count: batch.length }, 'recording webhook outcomes failed');
     }
-    // Claim more only when a lane ran low (retries just scheduled are found by the timer).
+    // Claim more from the table only when it may hold some and a lane ran low; a pump also re-arms the timer for
+    // retries just scheduled.
     const low = this.#o.perWebhookQueue / 2;
-    if (this.#lanes.size === 0 || [...this.#lanes.values()].some((l) => l.queue.length < low)) this.wake();
+    if (this.#backlog && (this.#lanes.size === 0 || [...this.#lanes.values()].some((l) => l.queue.length < low))) this.wake();
   }
 
   #hook(webhookId: string): HookInfo | undefined {
-    const row = this.#store.webhooks.get(webhookId);
+    const row = this.#store.webhooks.getCached(webhookId);
     if (!row) return undefined;
     let key = this.#keys.get(row.secret);
     if (!key) {

@@ -67,6 +67,8 @@ export interface UrlPolicyOptions {
 
 export class UrlPolicy {
   readonly #opts: UrlPolicyOptions;
+  /** checkStatic results by allowLan + raw URL (the dispatcher checks the same few URLs on every attempt). */
+  readonly #memo = new Map<string, URL | UrlPolicyError>();
 
   constructor(opts: UrlPolicyOptions) {
     this.#opts = { ...opts };
@@ -74,14 +76,35 @@ export class UrlPolicy {
 
   set ownPort(port: number | undefined) {
     this.#opts.ownPort = port;
+    this.#memo.clear();
   }
 
   get allowLan(): boolean {
     return this.#opts.allowLan || (this.#opts.allowLanSetting?.() ?? false);
   }
 
-  /** Checks everything that can be checked without DNS; returns the parsed URL. @throws UrlPolicyError */
+  /**
+   * Checks everything that can be checked without DNS; returns the parsed URL, shared between calls with the same
+   * `raw` (do not modify it). @throws UrlPolicyError
+   */
   checkStatic(raw: string): URL {
+    const key = (this.allowLan ? '1' : '0') + raw;
+    let result = this.#memo.get(key);
+    if (result === undefined) {
+      try {
+        result = this.#checkStatic(raw);
+      } catch (err) {
+        if (!(err instanceof UrlPolicyError)) throw err;
+        result = err;
+      }
+      if (this.#memo.size >= 1000) this.#memo.clear();
+      this.#memo.set(key, result);
+    }
+    if (result instanceof UrlPolicyError) throw result;
+    return result;
+  }
+
+  #checkStatic(raw: string): URL {
     let url: URL;
     try {
       url = new URL(raw);

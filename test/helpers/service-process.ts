@@ -74,7 +74,9 @@ export interface SandboxProcess {
 
 /** Starts `switchboard sandbox --port 0 --seed --data-dir DIR` and waits for its `Sandbox:` line. */
 export async function startSandboxProcess(dataDir: string): Promise<SandboxProcess> {
-  const child = spawn(process.execPath, [bin, 'sandbox', '--port', '0', '--seed', '--data-dir', dataDir], {
+  // SWITCHBOARD_CPU_PROF=DIR profiles this process too (see startServe).
+  const profile = process.env.SWITCHBOARD_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SWITCHBOARD_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, bin, 'sandbox', '--port', '0', '--seed', '--data-dir', dataDir], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

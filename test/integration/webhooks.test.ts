@@ -347,6 +347,30 @@ describe('webhooks (in-process API + dispatcher)', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('claims fresh rows at insert: sent once committed, never when rolled back', async () => {
+    const hook = await createHook('/fresh', ['message']);
+    const claimsBefore = dispatcher.stats.claims;
+    // Rolled back after its row was written (and claimed): nothing may be sent for it.
+    expect(() =>
+      api.store.tx(() => {
+        emit('message', { n: 'rolled back' });
+        throw new Error('abort');
+      }),
+    ).toThrow('abort');
+    for (let i = 0; i < 3; i++) emit('message', { n: `fresh ${i}` });
+    await waitFor('3 on /fresh', () => (consumer.on('/fresh').length >= 3 ? true : undefined));
+    const got = consumer.on('/fresh').map((r) => (r.verified?.payload as { n: string }).n);
+    expect(got.sort()).toEqual(['fresh 0', 'fresh 1', 'fresh 2']);
+    // Sent without a claim transaction: each row was written `delivering` with its first attempt counted.
+    expect(dispatcher.stats.claims).toBe(claimsBefore);
+    await waitFor('logged as delivered', async () => {
+      const l = await logs(hook.id);
+      return l.length === 3 && l.every((d) => d.status === 'delivered' && d.attempts === 1) ? true : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 150)); // two dispatcher polls: the rolled-back event stays unsent
+    expect(consumer.on('/fresh').some((r) => (r.verified?.payload as { n: string }).n === 'rolled back')).toBe(false);
+  });
+
   it('prunes old events but keeps those with undelivered deliveries', async () => {
     consumer.behave('/never', () => ({ status: 500 }));
     const hook = await createHook('/never', ['message']);
@@ -358,7 +382,8 @@ describe('webhooks (in-process API + dispatcher)', () => {
       api.store.webhooks.update(hook.id, { active: false });
     });
     const kept = api.store.deliveries.logs(hook.id, 1)[0]!;
-    expect(kept.status).toBe('pending');
+    // Claimed at insert (`delivering`) or not yet claimed (`pending`): undelivered either way.
+    expect(['pending', 'delivering']).toContain(kept.status);
     const retention = startRetention({ store: api.store, logger: api.app.log, days: 7 });
     retention.stop();
     const result = retention.pruneNow(Date.now() + 8 * 86_400_000);

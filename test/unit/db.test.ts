@@ -10,7 +10,9 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseOpenError, openDatabase } from '../../service/db/database.ts';
 import { decodeCursor, encodeCursor, messageIdOf, parseMessageId, type StoredMessage } from '../../service/db/messages.ts';
+import { startCheckpointer } from '../../service/db/checkpointer.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
+import { WalSync } from '../../service/db/wal-sync.ts';
 import { loadAuthState } from '../../service/engine/auth-state.ts';
 import { incomingText } from '../helpers/messages.ts';
 import type { LoggedEvent } from '../../service/db/events.ts';
@@ -176,9 +178,86 @@ describe('store', () => {
     expect(store.appendEvent(bob, null, 'x', {}).seq).toBe(1);
   });
 
+  it('announces a group commit only after its WAL is synced, in order with later transactions', async () => {
+    const published: string[] = [];
+    store.bus.subscribe(userId, (e) => published.push(e.event));
+    let durable = false;
+    store.ingest(() => store.appendEvent(userId, connectionId, 'batched', {}));
+    store.whenDurable(() => (durable = true));
+    const synced = store.durable(); // commits the batch now; the fsync runs on the thread pool
+    expect(store.db.inTransaction).toBe(false);
+    expect(published).toEqual([]); // committed, not yet on disk: nothing announced
+    expect(durable).toBe(false);
+    await synced;
+    expect(published).toEqual(['batched']);
+    expect(durable).toBe(true);
+    // A transaction right after a batch returns with both synced, the batch's events announced first.
+    store.ingest(() => store.appendEvent(userId, connectionId, 'batched 2', {}));
+    store.tx(() => store.appendEvent(userId, connectionId, 'tx', {}));
+    expect(published).toEqual(['batched', 'batched 2', 'tx']);
+    expect(store.db.pragma('synchronous', { simple: true })).toBe(2); // back to FULL outside batches
+    store.close();
+    store = openStore(dir);
+    expect(store.events.after(userId, 0, 10).map((e) => e.event)).toEqual(['batched', 'batched 2', 'tx']);
+  });
+
   it('soft-deleted connections leave the list but keep their record', () => {
     store.connections.setStatus(connectionId, 'stopped', 'deleted');
     expect(store.connections.listByUser(userId)).toEqual([]);
     expect(store.connections.get(connectionId)?.status).toBe('stopped');
+  });
+});
+
+describe('WalSync', () => {
+  it('runs commit callbacks in commit order, each once its fsync returned', async () => {
+    const file = path.join(dir, 'w.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t (x)');
+    const errors: Error[] = [];
+    const sync = new WalSync(file, (e) => errors.push(e));
+    const order: string[] = [];
+    sync.whenDurable(() => order.push('nothing pending'));
+    expect(order).toEqual(['nothing pending']);
+    for (const n of ['a', 'b', 'c']) {
+      db.prepare('INSERT INTO t VALUES (?)').run(n);
+      sync.committed(() => order.push(n));
+    }
+    sync.whenDurable(() => order.push('after c'));
+    expect(sync.pending).toBe(true);
+    expect(order).toEqual(['nothing pending']); // never synchronously
+    await new Promise<void>((resolve) => sync.whenDurable(resolve));
+    expect(order).toEqual(['nothing pending', 'a', 'b', 'c', 'after c']);
+    db.prepare('INSERT INTO t VALUES (?)').run('d');
+    sync.committed(() => order.push('d'));
+    sync.syncNow(); // on this thread
+    expect(order.at(-1)).toBe('d');
+    expect(sync.pending).toBe(false);
+    expect(errors).toEqual([]);
+    sync.close();
+    db.close();
+  });
+});
+
+describe('checkpointer', () => {
+  it('copies the WAL into the database file from a worker thread, with automatic checkpoints off meanwhile', async () => {
+    const file = path.join(dir, 'c.db');
+    const db = openDatabase(file);
+    const errors: Error[] = [];
+    const checkpointer = startCheckpointer(db, (e) => errors.push(e));
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const sizeBefore = fs.statSync(file).size;
+    const put = db.prepare(`INSERT INTO settings (key, value) VALUES (?, ?)`);
+    const blob = 'x'.repeat(3000);
+    for (let i = 0; i < 20; i++) db.transaction(() => { for (let j = 0; j < 100; j++) put.run(`k${i}.${j}`, blob); })();
+    // About 6 MB went to the WAL; only a checkpoint moves it into the database file, and this thread ran none.
+    const deadline = Date.now() + 5_000;
+    while (fs.statSync(file).size < sizeBefore + 4_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(fs.statSync(file).size).toBeGreaterThan(sizeBefore + 4_000_000);
+    await checkpointer.stop();
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    expect(errors).toEqual([]);
+    expect((db.prepare(`SELECT count(*) AS n FROM settings`).get() as { n: number }).n).toBe(2000);
+    db.close();
   });
 });
