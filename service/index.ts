@@ -45,6 +45,8 @@ export interface StartOptions {
   now?: () => number;
   /** Dispatcher for fetching `url` media of send requests (e.g. trusting a test CA). */
   urlFetchDispatcher?: EngineOptions['urlFetchDispatcher'];
+  /** How long a connection attempt may take, in ms (20 000; tests shorten it). */
+  connectTimeoutMs?: number;
 }
 
 /** `http://host:port`, with brackets around IPv6 hosts. */
@@ -122,6 +124,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(waCaCertPem && { waCaCertPem }),
       ...(opts.now && { now: opts.now }),
       ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
+      ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 

@@ -44,6 +44,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       baileysLogLevel,
       media,
       ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
+      ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
     });
     sessions.set(connectionId, session);
     session.start();

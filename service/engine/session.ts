@@ -67,7 +67,7 @@ const MAX_BACKOFF_MS = 60_000;
  * promiseTimeout), a measurable share of the per-message CPU, and our frame hook (commit-before-receipt.ts)
  * acknowledges every write at once, so that timeout could never fire anyway.
  */
-const CONNECT_TIMEOUT_MS = 20_000;
+export const CONNECT_TIMEOUT_MS = 20_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
 const HISTORY_WAIT_MS = 15_000;
 /**
@@ -89,6 +89,8 @@ export interface SessionDeps {
   mediaDispatcher?: Dispatcher;
   /** Sandbox mode: agents trusting the sandbox CA for Baileys' media uploads/downloads (sandbox-trust.ts). */
   sandboxTrust?: SandboxTrust;
+  /** How long a new socket may take to reach the QR or the logged-in state, in ms (CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
 }
 
 /** At most this many media downloads run at once per session (eager downloads of incoming media). */
@@ -245,12 +247,14 @@ export class Session {
     });
     this.#sock = sock;
     clearTimeout(this.#connectTimer);
+    const connectTimeoutMs = this.deps.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     this.#connectTimer = setTimeout(() => {
       if (this.#sock !== sock) return;
-      this.#log.warn({ ms: CONNECT_TIMEOUT_MS }, 'connection attempt timed out');
+      this.#log.warn({ ms: connectTimeoutMs }, 'connection attempt timed out');
+      // The shape Baileys' own timeout had (a Boom with statusCode 408), which #onClose reads.
       const timedOut = Object.assign(new Error('Timed Out'), { output: { statusCode: DisconnectReason.timedOut } });
       void sock.end(timedOut);
-    }, CONNECT_TIMEOUT_MS);
+    }, connectTimeoutMs);
     disableEventBuffer(sock);
     this.#dropHistoryHolds();
     this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));

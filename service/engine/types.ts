@@ -31,6 +31,8 @@ export interface EngineOptions {
   serverAckTimeoutMs?: number;
   /** Dispatcher for fetching `url` media of send requests; undici's global one by default (tests trust a local CA). */
   urlFetchDispatcher?: Dispatcher;
+  /** How long a connection attempt may take to reach the QR or the logged-in state, in ms (20 000). */
+  connectTimeoutMs?: number;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document';
