@@ -35,6 +35,7 @@ describe('a server that never answers the handshake', () => {
       port: 0,
       dataDir,
       sandbox: false,
+      sandboxPort: 0,
       waUrl: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/ws/chat`,
       logLevel: 'warn',
       workerId: 'local',
@@ -56,11 +57,19 @@ describe('a server that never answers the handshake', () => {
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     type Event = { event: string; connectionId: string; payload: { status: string; reason: string | null } };
-    const event = await waitFor('reconnecting after the timeout', async () => {
-      const page = (await (await fetch(`${service.apiUrl}/events?after=0&limit=100`, { headers })).json()) as { events: Event[] };
-      return page.events.find((e) => e.event === 'session.status' && e.connectionId === id && e.payload.status === 'reconnecting');
-    });
+    const event = await waitFor(
+      'reconnecting after the timeout',
+      async () => {
+        const page = (await (await fetch(`${service.apiUrl}/events?after=0&limit=100`, { headers })).json()) as {
+          events: Event[];
+        };
+        return page.events.find(
+          (e) => e.event === 'session.status' && e.connectionId === id && e.payload.status === 'reconnecting',
+        );
+      },
+      { timeoutMs: 10_000 },
+    );
     expect(event.payload.reason).toMatch(/Timed Out.*408/);
-    await waitFor('a second attempt', () => (connects >= 2 ? true : undefined), 10_000);
+    await waitFor('a second attempt', () => (connects >= 2 ? true : undefined), { timeoutMs: 10_000 });
   });
 });
