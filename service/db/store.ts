@@ -148,6 +148,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   let batchOpen = false;
   let batchTimer: NodeJS.Timeout | undefined;
   const afterBatch: Array<() => void> = [];
+  /** Writes deferred to the end of the open batch (coalesced by their owner), run right before its COMMIT. */
+  const beforeBatchCommit: Array<() => void> = [];
   const onSyncError =
     opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
   /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
@@ -159,8 +161,10 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     clearTimeout(batchTimer);
     batchOpen = false;
     try {
+      for (const write of beforeBatchCommit.splice(0)) write();
       db.exec('COMMIT');
     } catch (err) {
+      beforeBatchCommit.length = 0;
       if (db.inTransaction) db.exec('ROLLBACK');
       if (walSync) setSynchronous(db, 'FULL');
       forgetCaches();
@@ -216,29 +220,44 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     }
   }
 
+  function openBatch(): void {
+    if (batchOpen) return;
+    if (walSync) setSynchronous(db, 'NORMAL'); // durability comes from walSync's fsync (see above)
+    try {
+      db.exec('BEGIN IMMEDIATE');
+    } catch (err) {
+      if (walSync) setSynchronous(db, 'FULL');
+      throw err;
+    }
+    batchOpen = true;
+    batchTimer = setTimeout(() => {
+      try {
+        commitBatch();
+      } catch {
+        // Reported to the writers through the rolled-back state; nothing else to do from a timer.
+      }
+    }, BATCH_WINDOW_MS);
+  }
+
+  /**
+   * Runs `write` in the transaction that commits next: right away inside a `tx`, otherwise right before the
+   * group-commit batch (opened now if none is) commits. For writes their owner coalesces until then (the Signal
+   * session of a contact is rewritten by every message of a burst; only the last version needs to be written).
+   * If `write` throws, the whole batch rolls back, as when its COMMIT fails.
+   */
+  function beforeCommit(write: () => void): void {
+    if (depth > 0) return write();
+    openBatch();
+    beforeBatchCommit.push(write);
+  }
+
   /**
    * Runs `fn` (in a savepoint) inside the current group-commit batch, opening one when none is open. Its writes
    * are durable, and its events published, when the batch commits — at most BATCH_WINDOW_MS later.
    */
   function ingest<T>(fn: () => T): T {
     if (depth > 0) return tx(fn);
-    if (!batchOpen) {
-      if (walSync) setSynchronous(db, 'NORMAL'); // durability comes from walSync's fsync (see above)
-      try {
-        db.exec('BEGIN IMMEDIATE');
-      } catch (err) {
-        if (walSync) setSynchronous(db, 'FULL');
-        throw err;
-      }
-      batchOpen = true;
-      batchTimer = setTimeout(() => {
-        try {
-          commitBatch();
-        } catch {
-          // Reported to the writers through the rolled-back state; nothing else to do from a timer.
-        }
-      }, BATCH_WINDOW_MS);
-    }
+    openBatch();
     const mark = pending.length;
     const outboxMark = outboxRows;
     const claimMark = claimedRows.length;
@@ -273,6 +292,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     deliveries,
     tx,
     ingest,
+    beforeCommit,
     /** Commits the open group-commit batch and syncs it on this thread (shutdown, and callers that cannot wait). */
     commitPending(): void {
       commitBatch();

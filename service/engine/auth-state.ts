@@ -45,15 +45,17 @@ const KEY_CACHE_MAX = 5_000;
 
 /**
  * Loads (or initialises and stores) the auth state of `connectionId`.
- * @param opts.writeKeys writes one `keys.set` call's rows atomically; default `repo.setKeys` (a transaction of its
- *   own). The engine passes the store's group commit, so a decrypt's key writes commit with its message.
+ * @param opts.deferWrites schedules a function to run inside the transaction that commits next (the engine passes
+ *   the store's `beforeCommit`): `keys.set` then only records the new values, and they are written once, at
+ *   that commit — the Signal session of a contact is rewritten by every message of a burst. Reads see recorded
+ *   values at once. Without it every `keys.set` is a transaction of its own (`repo.setKeys`).
  */
 export function loadAuthState(
   repo: AuthStateRepo,
   connectionId: string,
-  opts: { writeKeys?: (rows: KeyRows) => void } = {},
+  opts: { deferWrites?: (flush: () => void) => void } = {},
 ): SqliteAuthState {
-  const writeKeys = opts.writeKeys ?? ((rows: KeyRows) => repo.setKeys(connectionId, rows));
+  const { deferWrites } = opts;
   const stored = repo.getCreds(connectionId);
   const creds = stored ? (decode(stored) as AuthenticationCreds) : initAuthCreds();
   if (!stored) repo.putCreds(connectionId, encode(creds));
@@ -62,6 +64,21 @@ export function loadAuthState(
   // written for every message. Synchronous like the SQLite underneath, so it needs no lock (Baileys'
   // makeCacheableSignalKeyStore wraps every call in an async mutex and a TTL cache). Shared objects, as there.
   const cache = new Map<string, unknown>();
+  /** With deferWrites: values recorded by `set` and not yet written, by `type.id` (null = delete). */
+  const unwrittenKeys = new Map<string, [type: string, id: string, value: unknown]>();
+  let flushScheduled = false;
+  /** Writes the recorded values (inside the committing transaction) and moves them to the cache. */
+  const writeUnwritten = () => {
+    flushScheduled = false;
+    if (unwrittenKeys.size === 0) return;
+    const entries = [...unwrittenKeys];
+    unwrittenKeys.clear();
+    repo.writeKeys(
+      connectionId,
+      entries.map(([, [type, id, value]]) => [type, id, value === null || value === undefined ? null : encodeKey(type, value)]),
+    );
+    for (const [key, [, , value]] of entries) if (value !== null && value !== undefined) remember(key, value);
+  };
   const remember = (key: string, value: unknown) => {
     cache.delete(key);
     cache.set(key, value);
@@ -73,12 +90,11 @@ export function loadAuthState(
       let missing: string[] | undefined;
       for (const id of ids) {
         const key = `${type}.${id}`;
-        const hit = cache.get(key);
+        const unwritten = unwrittenKeys.get(key);
+        const hit = unwritten ? unwritten[2] : cache.get(key);
+        if (unwritten && (hit === null || hit === undefined)) continue; // deleted, not yet written
         if (hit === undefined) (missing ??= []).push(id);
-        else {
-          remember(key, hit);
-          out[id] = hit as SignalDataTypeMap[T];
-        }
+        else out[id] = hit as SignalDataTypeMap[T];
       }
       if (missing) {
         for (const [id, text] of repo.getKeys(connectionId, type, missing)) {
@@ -93,6 +109,20 @@ export function loadAuthState(
       return out;
     },
     set(data: SignalDataSet) {
+      if (deferWrites) {
+        for (const [type, entries] of Object.entries(data)) {
+          for (const [id, value] of Object.entries(entries ?? {})) {
+            const key = `${type}.${id}`;
+            unwrittenKeys.set(key, [type, id, value ?? null]);
+            cache.delete(key); // the unwritten value wins until it is written
+          }
+        }
+        if (!flushScheduled && unwrittenKeys.size > 0) {
+          flushScheduled = true;
+          deferWrites(writeUnwritten);
+        }
+        return;
+      }
       const rows: KeyRows = [];
       for (const [type, entries] of Object.entries(data)) {
         for (const [id, value] of Object.entries(entries ?? {})) {
@@ -102,7 +132,7 @@ export function loadAuthState(
       if (rows.length === 0) return;
       let written = false;
       try {
-        writeKeys(rows);
+        repo.setKeys(connectionId, rows);
         written = true;
       } finally {
         // After a failed write the table keeps the old values: forget these keys so the next read loads them.
@@ -116,6 +146,7 @@ export function loadAuthState(
       }
     },
     clear() {
+      unwrittenKeys.clear();
       cache.clear();
       repo.clear(connectionId);
     },

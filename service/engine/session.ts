@@ -203,7 +203,7 @@ export class Session {
       }
       sock.end(undefined);
     }
-    if (opts.logout) this.deps.store.authState.clear(this.connectionId);
+    if (opts.logout) this.#clearAuthState();
     if (opts.status) this.#setStatus(opts.status, opts.reason ?? null);
   }
 
@@ -213,13 +213,19 @@ export class Session {
     return new Promise((resolve) => (this.#resolveOpened = resolve));
   }
 
+  /** Forgets the auth state, after writing what the last socket left for the open batch (it must not come back). */
+  #clearAuthState(): void {
+    this.deps.store.commitPending();
+    this.deps.store.authState.clear(this.connectionId);
+  }
+
   #connect(): void {
     const { store, logger, waUrl, baileysLogLevel } = this.deps;
-    // Signal key writes join the group commit (one savepoint, no commit of their own): the message they decrypted
-    // is written into the same batch, and frames (its receipt) leave only after that batch commits.
-    const auth = loadAuthState(store.authState, this.connectionId, {
-      writeKeys: (rows) => store.ingest(() => store.authState.writeKeys(this.connectionId, rows)),
-    });
+    // Key writes the previous socket left for the open batch must be in the table before the new state loads.
+    store.commitPending();
+    // Signal key writes join the group commit, coalesced: written once, right before the batch that holds the
+    // messages they decrypted commits; frames (the receipts) leave only after that commit.
+    const auth = loadAuthState(store.authState, this.connectionId, { deferWrites: (flush) => store.beforeCommit(flush) });
     this.#auth = auth;
     this.#pendingDone = false;
     this.#socketOpen = false;
@@ -387,7 +393,7 @@ export class Session {
         return;
       case DisconnectReason.loggedOut: // 401
       case DisconnectReason.multideviceMismatch: // 411
-        this.deps.store.authState.clear(this.connectionId);
+        this.#clearAuthState();
         this.#stopped = true;
         this.#setStatus('logged_out', code === 401 ? 'logged out from the phone' : 'multi-device mismatch');
         return;

@@ -106,6 +106,35 @@ describe('store', () => {
     expect(await again.keys.get('pre-key', ['7'])).toEqual({});
   });
 
+  it('defers Signal key writes to the next group commit: readable at once, written once per key', async () => {
+    const auth = loadAuthState(store.authState, connectionId, { deferWrites: (flush) => store.beforeCommit(flush) });
+    const stored = (id: string) => store.authState.getKeys(connectionId, 'session', [id]).get(id);
+    const v = (n: number) => ({ version: 'v1', n }) as unknown as Uint8Array;
+    const writes: string[] = [];
+    const spy = store.authState.writeKeys;
+    store.authState.writeKeys = (cid, rows) => {
+      writes.push(...rows.map(([type, id]) => `${type}.${id}`));
+      spy(cid, rows);
+    };
+    try {
+      await auth.keys.set({ session: { a: v(1), b: v(1) } });
+      await auth.keys.set({ session: { a: v(2) } });
+      await auth.keys.set({ session: { b: null } });
+      expect(await auth.keys.get('session', ['a', 'b'])).toEqual({ a: v(2) }); // the latest, before any write
+      expect(store.db.inTransaction).toBe(true); // the batch they wait for is open
+      expect(writes).toEqual([]);
+      store.commitPending();
+      expect(writes.sort()).toEqual(['session.a', 'session.b']); // once each
+      expect(JSON.parse(stored('a')!)).toEqual({ version: 'v1', n: 2 });
+      expect(stored('b')).toBeUndefined();
+      // Inside a transaction the write joins it at once.
+      store.tx(() => void auth.keys.set({ session: { c: v(3) } }));
+      expect(stored('c')).toBeDefined();
+    } finally {
+      store.authState.writeKeys = spy;
+    }
+  });
+
   it('pages a chat newest first without gaps or repeats, in arrival order within a second', () => {
     // 120 messages, three per second, so page boundaries fall inside runs of equal timestamps; key ids are
     // shuffled so that arrival order, not the id, must decide the order within a second.
