@@ -226,6 +226,8 @@ export class Delivery {
       await store.commit();
       for (const s of stanzas) link.conn.send(s);
       link.conn.log.debug({ count: stanzas.length }, 'delivered queued stanzas');
+      // A short batch drained the outbox; rows committed since then kicked `again` (see pump).
+      if (rows.length < PUMP_BATCH) return;
     }
   }
 

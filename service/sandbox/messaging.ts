@@ -11,7 +11,6 @@
  *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`.
  */
 import {
-  generateMessageIDV2,
   getBinaryNodeChild,
   getBinaryNodeChildren,
   jidDecode,
@@ -28,6 +27,7 @@ import { lidJid, pnJid } from './phone-number.ts';
 import { KEY_TYPE, encodeBE, preKeyNode, signedPreKeyNode } from './key-nodes.ts';
 import { classify, stanzaAttrs } from './content.ts';
 import { mediaContent } from './media.ts';
+import { newMessageId } from './message-id.ts';
 
 /** Protocol messages a phone records as messages (edits and revokes); others are device plumbing. */
 const RECORDED_PROTOCOL_TYPES = new Set<number>([
@@ -125,7 +125,7 @@ export class Messaging {
     opts: { mediaPlaintext?: Buffer } = {},
   ): Promise<{ id: string; timestamp: number }> {
     const { store } = this.ctx;
-    const id = generateMessageIDV2(pnJid(from.pn));
+    const id = newMessageId();
     const ts = Math.floor(Date.now() / 1000);
     const text = classify(message).text;
     const bytes = Buffer.from(proto.Message.encode(message).finish());
@@ -138,7 +138,7 @@ export class Messaging {
       store.insertMessageNow({ msgId: id, fromPn: from.pn, toPn: to.pn, ts, text, message: bytes });
       if (opts.mediaPlaintext) store.putMessageMediaNow(from.pn, id, opts.mediaPlaintext);
       const rows: NewOutbox[] = [];
-      for (const d of store.listDevices(to.pn)) {
+      for (const d of store.listDeliveryTargets(to.pn)) {
         if (!d.historySent) continue;
         rows.push({
           pn: to.pn,
@@ -158,7 +158,7 @@ export class Messaging {
           ciphertext: null,
         });
       }
-      for (const d of from.pn === to.pn ? [] : store.listDevices(from.pn)) {
+      for (const d of from.pn === to.pn ? [] : store.listDeliveryTargets(from.pn)) {
         if (!d.historySent) continue;
         rows.push({
           pn: from.pn,

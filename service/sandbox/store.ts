@@ -276,6 +276,9 @@ function prepareStatements(db: Database.Database) {
     ),
     getDevice: db.prepare<[string, number], DeviceSql>('SELECT * FROM devices WHERE pn = ? AND device_id = ?'),
     listDevices: db.prepare<[string], DeviceSql>('SELECT * FROM devices WHERE pn = ? ORDER BY device_id'),
+    listDeliveryTargets: db.prepare<[string], { device_id: number; history_sent: number }>(
+      'SELECT device_id, history_sent FROM devices WHERE pn = ? ORDER BY device_id',
+    ),
     deleteDevice: db.prepare<[string, number]>('DELETE FROM devices WHERE pn = ? AND device_id = ?'),
     setDeviceBundle: db.prepare<[number, Buffer, number, Buffer, Buffer, string, number]>(
       `UPDATE devices SET registration_id = ?, identity_pub = ?, signed_prekey_id = ?, signed_prekey_pub = ?,
@@ -634,6 +637,11 @@ export class Store {
 
   listDevices(pn: string): DeviceRow[] {
     return this.s.listDevices.all(pn).map(toDevice);
+  }
+
+  /** The account's companion devices as a send fans out to them: id and whether its history sync is queued. */
+  listDeliveryTargets(pn: string): Array<{ deviceId: number; historySent: boolean }> {
+    return this.s.listDeliveryTargets.all(pn).map((r) => ({ deviceId: r.device_id, historySent: r.history_sent !== 0 }));
   }
 
   /** Remove a companion (cascades its prekeys and undelivered queue). */
