@@ -11,6 +11,7 @@
  * 500 msg/s. So past RESTART_FRAMES the worker follows its PASSIVE pass with `wal_checkpoint(RESTART)`: with
  * almost every frame already copied, it holds new writers back only for the last few frames and one fsync of
  * the database file (a few ms, about once a second at 500 msg/s), and the next commit starts the WAL over.
+ * Writers faster than the worker can copy are held back by the store (`StoreOptions.walLimitBytes`).
  * If the worker fails, the connection goes back to automatic checkpoints.
  */
 import { createRequire } from 'node:module';
@@ -57,13 +58,14 @@ export interface Checkpointer {
 
 /**
  * Moves `db`'s checkpoints to a worker thread (see the module comment). `onError` hears a worker failure, after
- * which automatic checkpoints are back on. File databases only.
+ * which automatic checkpoints are back on. File databases only. `opts.restartFrames` lowers the restart threshold
+ * for tests.
  */
-export function startCheckpointer(db: Db, onError: (err: Error) => void): Checkpointer {
+export function startCheckpointer(db: Db, onError: (err: Error) => void, opts: { restartFrames?: number } = {}): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { driver, file: db.name, checkMs: CHECK_MS, restartFrames: RESTART_FRAMES },
+    workerData: { driver, file: db.name, checkMs: CHECK_MS, restartFrames: opts.restartFrames ?? RESTART_FRAMES },
   });
   worker.unref();
   db.pragma('wal_autocheckpoint = 0');

@@ -39,6 +39,12 @@ export interface OutboxClaimer {
 export interface StoreOptions {
   /** Told when an fsync of the WAL fails (default: a process warning). The commit is synced again at once. */
   onSyncError?: (err: Error) => void;
+  /**
+   * Backpressure for the WAL, in bytes (256 MiB): a group commit that finds the WAL file larger runs a TRUNCATE
+   * checkpoint on this thread, holding the writers back until the database file has caught up. Only reached when
+   * the checkpoint worker (checkpointer.ts) cannot keep up, or is not running.
+   */
+  walLimitBytes?: number;
 }
 
 /** Opens `<dataDir>/switchboard.db` (see openDatabase for errors). */
@@ -152,6 +158,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const beforeBatchCommit: Array<() => void> = [];
   const onSyncError =
     opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
+  const walLimitBytes = opts.walLimitBytes ?? 256 * 1024 * 1024;
   /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
   const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError);
 
@@ -183,6 +190,14 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     if (walSync) {
       setSynchronous(db, 'FULL');
       walSync.committed(run);
+      if (walSync.walBytes > walLimitBytes) {
+        try {
+          db.pragma('wal_checkpoint(TRUNCATE)'); // syncs the WAL first: the batch just committed is on disk too
+          walSync.markAllDurable();
+        } catch (err) {
+          onSyncError(err as Error); // busy: the worker is mid-checkpoint; the next commit tries again
+        }
+      }
     } else run();
   }
 

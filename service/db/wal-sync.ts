@@ -20,6 +20,7 @@ export class WalSync {
   #committed = 0;
   #durable = 0;
   #inFlight = false;
+  #walBytes = 0;
   #waiting: Array<{ gen: number; run: () => void }> = [];
   readonly #onError: (err: Error) => void;
 
@@ -30,6 +31,11 @@ export class WalSync {
   constructor(dbFile: string, onError: (err: Error) => void) {
     this.#walFile = `${dbFile}-wal`;
     this.#onError = onError;
+  }
+
+  /** Size of the WAL file when it was last synced, in bytes (the file only shrinks on a TRUNCATE checkpoint). */
+  get walBytes(): number {
+    return this.#walBytes;
   }
 
   /** True while some commit is not yet known to be on disk. */
@@ -111,7 +117,11 @@ export class WalSync {
   }
 
   #descriptor(): number {
-    if (this.#fd !== undefined && fs.fstatSync(this.#fd).nlink === 0) this.close();
+    if (this.#fd !== undefined) {
+      const st = fs.fstatSync(this.#fd);
+      this.#walBytes = st.size;
+      if (st.nlink === 0) this.close();
+    }
     this.#fd ??= fs.openSync(this.#walFile, 'r+');
     return this.#fd;
   }

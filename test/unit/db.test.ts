@@ -289,4 +289,24 @@ describe('checkpointer', () => {
     expect((db.prepare(`SELECT count(*) AS n FROM settings`).get() as { n: number }).n).toBe(2000);
     db.close();
   });
+
+  it('holds writers back once the WAL passes its limit (a worker that cannot keep up, or none)', async () => {
+    const file = path.join(dir, 'switchboard.db');
+    const store = openStore(dir, { walLimitBytes: 4_000_000 });
+    store.db.pragma('wal_autocheckpoint = 0'); // as while the checkpoint worker runs, here without it
+    const put = store.db.prepare(`INSERT INTO settings (key, value) VALUES (?, ?)`);
+    const blob = 'y'.repeat(3000);
+    let maxWal = 0;
+    // ~30 MB through the group commit; unbounded the WAL would grow to that.
+    for (let i = 0; i < 1000; i++) {
+      store.ingest(() => {
+        for (let j = 0; j < 10; j++) put.run(`s${i}.${j}`, blob);
+      });
+      await store.durable();
+      maxWal = Math.max(maxWal, fs.statSync(`${file}-wal`).size);
+    }
+    expect(maxWal).toBeLessThan(8_000_000); // the limit plus what one batch adds
+    expect((store.db.prepare(`SELECT count(*) AS n FROM settings`).get() as { n: number }).n).toBe(10_000);
+    store.close();
+  });
 });
