@@ -5,8 +5,15 @@
  * completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
  * Rows of a paused webhook are written as `skipped`. Internal status `delivering` shows as `pending` in the API.
  */
+import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './database.ts';
 import { nowIso, relaxedTransaction } from './database.ts';
+
+/**
+ * A new delivery id: a UUIDv7 (RFC 9562), time-ordered, so each new row lands at the end of the primary-key index
+ * instead of on a random page of it (one dirty page less per event in every group commit).
+ */
+export const newDeliveryId = (): string => uuidv7();
 
 export type DeliveryStatus = 'pending' | 'delivering' | 'delivered' | 'failed' | 'skipped';
 

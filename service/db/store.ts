@@ -2,7 +2,6 @@
  * The data layer in one object: the open database, every table's named queries, and `tx()`, which runs work in
  * one SQLite transaction and publishes the events it logged to the in-process bus once (and only if) it commits.
  */
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { inTransaction, openDatabase, setSynchronous, type Db } from './database.ts';
 import { WalSync } from './wal-sync.ts';
@@ -11,7 +10,7 @@ import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
 import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
-import { deliveriesRepo, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
+import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
 import { messagesRepo } from './messages.ts';
 import { tokensRepo } from './tokens.ts';
@@ -120,7 +119,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       if (onlyWebhookId ? t.id !== onlyWebhookId : !(t.events.includes(logged.event) || t.events.includes('*'))) continue;
       body ??= JSON.stringify({ event: logged.event, session: t.sessionName, payload: logged.payload });
       msgId ??= webhookMessageId(userId, logged.seq);
-      const id = randomUUID();
+      const id = newDeliveryId();
       const claimed = t.active && claimer !== undefined && claimer.reserve(t.id);
       deliveries.insert(
         {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { AuthUser } from '../../auth/authenticate.ts';
-import type { DeliveryRow } from '../../db/deliveries.ts';
+import { newDeliveryId, type DeliveryRow } from '../../db/deliveries.ts';
 import type { Store } from '../../db/store.ts';
 import type { WebhookRow } from '../../db/webhooks.ts';
 import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
@@ -213,7 +213,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
       if (!d || d.webhookId !== w.id) throw notFound('Delivery not found');
       if (!w.active) throw conflict('Webhook is paused; activate it before replaying deliveries');
       if (d.status === 'pending' || d.status === 'delivering') throw conflict('Delivery is still in progress');
-      const id = randomUUID();
+      const id = newDeliveryId();
       store.deliveries.insert({
         id,
         webhookId: w.id,
