@@ -167,10 +167,10 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     clearTimeout(batchTimer);
     batchOpen = false;
     try {
-      for (const write of beforeBatchCommit.splice(0)) write();
+      while (beforeBatchCommit.length > 0) beforeBatchCommit.shift()!();
       db.exec('COMMIT');
     } catch (err) {
-      beforeBatchCommit.length = 0;
+      // Deferred writes that did not run yet stay queued for the next batch (their owners still hold the data).
       if (db.inTransaction) db.exec('ROLLBACK');
       if (walSync) setSynchronous(db, 'FULL');
       forgetCaches();
@@ -257,7 +257,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * Runs `write` in the transaction that commits next: right away inside a `tx`, otherwise right before the
    * group-commit batch (opened now if none is) commits. For writes their owner coalesces until then (the Signal
    * session of a contact is rewritten by every message of a burst; only the last version needs to be written).
-   * If `write` throws, the whole batch rolls back, as when its COMMIT fails.
+   * If `write` throws, the whole batch rolls back, as when its COMMIT fails; writes queued after it wait for the
+   * next batch.
    */
   function beforeCommit(write: () => void): void {
     if (depth > 0) return write();

@@ -21,7 +21,8 @@ export class WalSync {
   #durable = 0;
   #inFlight = false;
   #walBytes = 0;
-  #waiting: Array<{ gen: number; run: () => void }> = [];
+  /** Per registered commit, in order: what runs once it is on disk. */
+  #waiting: Array<{ gen: number; callbacks: Array<() => void> }> = [];
   readonly #onError: (err: Error) => void;
 
   /**
@@ -48,7 +49,7 @@ export class WalSync {
    * order, never synchronously from here) once it is on disk.
    */
   committed(run: () => void): void {
-    this.#waiting.push({ gen: ++this.#committed, run });
+    this.#waiting.push({ gen: ++this.#committed, callbacks: [run] });
     this.#start();
   }
 
@@ -56,11 +57,7 @@ export class WalSync {
   whenDurable(cb: () => void): void {
     const last = this.#waiting.at(-1);
     if (!last) return cb();
-    const prev = last.run;
-    last.run = () => {
-      prev();
-      cb();
-    };
+    last.callbacks.push(cb);
   }
 
   /**
@@ -129,10 +126,12 @@ export class WalSync {
   #release(gen: number): void {
     if (gen > this.#durable) this.#durable = gen;
     while (this.#waiting.length > 0 && this.#waiting[0]!.gen <= this.#durable) {
-      try {
-        this.#waiting.shift()!.run();
-      } catch (err) {
-        this.#onError(err as Error); // one failing callback must not hold back the others
+      for (const cb of this.#waiting.shift()!.callbacks) {
+        try {
+          cb();
+        } catch (err) {
+          this.#onError(err as Error); // one failing callback must not hold back the others
+        }
       }
     }
   }

@@ -2,7 +2,8 @@
  * Baileys authentication state (creds + Signal key store) kept in SQLite through `db/auth-state.ts`.
  * Values are serialised with Baileys' BufferJSON (Buffers as `{type:'Buffer', data:<base64>}`), as its own
  * file store does (`lib/Utils/use-multi-file-auth-state.js`); app-state sync keys are re-hydrated into protos.
- * `keys.set` of one call is one SQLite transaction (or savepoint), so a crash never leaves a half-written key batch.
+ * The rows of one `keys.set` call are written in one SQLite transaction (its own, or the group commit that holds
+ * the messages they decrypted), so a crash never leaves a half-written key batch.
  */
 import {
   BufferJSON,
@@ -60,8 +61,8 @@ export function loadAuthState(
   const creds = stored ? (decode(stored) as AuthenticationCreds) : initAuthCreds();
   if (!stored) repo.putCreds(connectionId, encode(creds));
 
-  // Decoded values by `type.id`, least recently used first: the Signal session of a chatty contact is read and
-  // written for every message. Synchronous like the SQLite underneath, so it needs no lock (Baileys'
+  // Decoded values by `type.id`, least recently written or loaded first (evicted in that order): the Signal
+  // session of a chatty contact is read and written for every message. Synchronous like the SQLite underneath, so it needs no lock (Baileys'
   // makeCacheableSignalKeyStore wraps every call in an async mutex and a TTL cache). Shared objects, as there.
   const cache = new Map<string, unknown>();
   /** With deferWrites: values recorded by `set` and not yet written, by `type.id` (null = delete). */
@@ -73,10 +74,16 @@ export function loadAuthState(
     if (unwrittenKeys.size === 0) return;
     const entries = [...unwrittenKeys];
     unwrittenKeys.clear();
-    repo.writeKeys(
-      connectionId,
-      entries.map(([, [type, id, value]]) => [type, id, value === null || value === undefined ? null : encodeKey(type, value)]),
-    );
+    try {
+      repo.writeKeys(
+        connectionId,
+        entries.map(([, [type, id, value]]) => [type, id, value === null || value === undefined ? null : encodeKey(type, value)]),
+      );
+    } catch (err) {
+      // Not written: keep them recorded (newer values win) so the next `set` schedules them again.
+      for (const [key, entry] of entries) if (!unwrittenKeys.has(key)) unwrittenKeys.set(key, entry);
+      throw err;
+    }
     for (const [key, [, , value]] of entries) if (value !== null && value !== undefined) remember(key, value);
   };
   const remember = (key: string, value: unknown) => {
