@@ -69,22 +69,20 @@ export function openDatabase(file: string): Db {
 
 /**
  * Runs `fn` as one transaction committed with `synchronous=NORMAL` instead of FULL: as safe as FULL against a
- * process crash (the WAL is written before the commit returns), and made safe against power loss by the next FULL
- * commit, which syncs the whole WAL including these frames. Only for writes whose loss on a power cut breaks no
- * promise: Baileys' Signal key state (its own retry receipts repair a rolled-back session) and webhook claims and
- * outcomes (a lost one means a redelivery; delivery stays at-least-once). Everything the service promises —
- * messages, events, outbox rows — keeps FULL, and it commits before any receipt leaves the process.
+ * process crash (the WAL is written before the commit returns), and made safe against power loss by the next sync
+ * of the WAL (a FULL commit, or a group commit's fsync in wal-sync.ts), which covers these frames too. Used for
+ * writes whose loss on a power cut breaks no promise (webhook claims and outcomes: a lost one means a redelivery),
+ * and for group commits that sync the WAL themselves before anything depending on them leaves the process.
  * Inside an outer transaction (or the store's open group-commit batch), `fn` joins it as a savepoint and commits
  * with it (the setting cannot change mid-transaction).
  */
 export function relaxedTransaction<T>(db: Db, fn: () => T): T {
   if (db.inTransaction) return inTransaction(db, fn); // joins it, as a savepoint
-  const s = prepared(db);
-  s.normal.run();
+  setSynchronous(db, 'NORMAL');
   try {
     return inTransaction(db, fn);
   } finally {
-    s.full.run();
+    setSynchronous(db, 'FULL');
   }
 }
 

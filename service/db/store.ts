@@ -64,14 +64,23 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   let claimer: OutboxClaimer | undefined;
   /** Rows claimed at insert by the running transaction, handed to `claimer` when it commits. */
   let claimedRows: ClaimedDelivery[] = [];
-  /** Undoes the claims made since `mark` (a rolled-back savepoint or transaction). */
-  const abandonClaims = (mark: number) => {
-    if (claimedRows.length <= mark) return;
-    const undone = claimedRows.splice(mark);
-    claimer?.abandoned(undone);
+  /** How much of the uncommitted in-memory state (events to publish, outbox rows) a transaction found. */
+  interface UncommittedMark {
+    events: number;
+    outboxRows: number;
+    claims: number;
+  }
+  const markUncommitted = (): UncommittedMark => ({ events: pending.length, outboxRows, claims: claimedRows.length });
+  /**
+   * After a rollback to `mark` (a savepoint, a transaction or the whole batch): forgets the events and outbox rows
+   * written since, returns their claims to the dispatcher, and drops in-memory copies of rows it may have undone.
+   */
+  const rollBackTo = (mark: UncommittedMark) => {
+    pending.length = mark.events;
+    outboxRows = mark.outboxRows;
+    if (claimedRows.length > mark.claims) claimer?.abandoned(claimedRows.splice(mark.claims));
+    webhooks.forgetCache();
   };
-  /** After a rollback: in-memory copies of rows it may have undone. */
-  const forgetCaches = () => webhooks.forgetCache();
 
   /**
    * Takes what the transaction just committed left to announce (its events, claimed and pending outbox rows) and
@@ -172,13 +181,11 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     } catch (err) {
       // Deferred writes that did not run yet stay queued for the next batch (their owners still hold the data).
       if (db.inTransaction) db.exec('ROLLBACK');
-      if (walSync) setSynchronous(db, 'FULL');
-      forgetCaches();
-      pending.length = 0;
-      outboxRows = 0;
-      abandonClaims(0);
+      rollBackTo({ events: 0, outboxRows: 0, claims: 0 });
       afterBatch.length = 0; // held frames are dropped with the socket the engine now closes
       throw err;
+    } finally {
+      if (walSync) setSynchronous(db, 'FULL');
     }
     const announce = takeCommitted();
     const waiters = afterBatch.splice(0);
@@ -187,7 +194,6 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       for (const cb of waiters) cb();
     };
     if (walSync) {
-      setSynchronous(db, 'FULL');
       walSync.committed(run);
       if (walSync.walBytes > walLimitBytes) {
         try {
@@ -213,8 +219,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    */
   function tx<T>(fn: () => T): T {
     if (depth === 0) commitBatch();
-    const mark = pending.length;
-    const claimMark = claimedRows.length;
+    const mark = markUncommitted();
     depth++;
     try {
       const result = inTransaction(db, fn);
@@ -226,10 +231,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       return result;
     } catch (err) {
       depth--;
-      pending.length = mark;
-      if (depth === 0) outboxRows = 0;
-      abandonClaims(claimMark);
-      forgetCaches();
+      rollBackTo(mark);
       throw err;
     }
   }
@@ -273,9 +275,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   function ingest<T>(fn: () => T): T {
     if (depth > 0) return tx(fn);
     openBatch();
-    const mark = pending.length;
-    const outboxMark = outboxRows;
-    const claimMark = claimedRows.length;
+    const mark = markUncommitted();
     depth++;
     try {
       const result = inTransaction(db, fn); // a savepoint inside the batch
@@ -283,10 +283,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       return result;
     } catch (err) {
       depth--;
-      pending.length = mark;
-      outboxRows = outboxMark;
-      abandonClaims(claimMark);
-      forgetCaches();
+      rollBackTo(mark);
       throw err;
     }
   }

@@ -49,36 +49,38 @@ const KEY_CACHE_MAX = 5_000;
  * @param opts.deferWrites schedules a function to run inside the transaction that commits next (the engine passes
  *   the store's `beforeCommit`): `keys.set` then only records the new values, and they are written once, at
  *   that commit — the Signal session of a contact is rewritten by every message of a burst. Reads see recorded
- *   values at once. Without it every `keys.set` is a transaction of its own (`repo.setKeys`).
+ *   values at once. Without it every `keys.set` writes at once, in a transaction of its own (`repo.setKeys`).
  */
 export function loadAuthState(
   repo: AuthStateRepo,
   connectionId: string,
   opts: { deferWrites?: (flush: () => void) => void } = {},
 ): SqliteAuthState {
-  const { deferWrites } = opts;
+  // Recorded values are written by a flush: deferred to the next commit, or at once in a transaction of its own.
+  const scheduleFlush = opts.deferWrites ?? ((flush: () => void) => flush());
+  const writeRows = opts.deferWrites
+    ? (rows: KeyRows) => repo.writeKeys(connectionId, rows)
+    : (rows: KeyRows) => repo.setKeys(connectionId, rows);
   const stored = repo.getCreds(connectionId);
   const creds = stored ? (decode(stored) as AuthenticationCreds) : initAuthCreds();
   if (!stored) repo.putCreds(connectionId, encode(creds));
 
   // Decoded values by `type.id`, least recently written or loaded first (evicted in that order): the Signal
-  // session of a chatty contact is read and written for every message. Synchronous like the SQLite underneath, so it needs no lock (Baileys'
-  // makeCacheableSignalKeyStore wraps every call in an async mutex and a TTL cache). Shared objects, as there.
+  // session of a chatty contact is read and written for every message. Synchronous like the SQLite underneath, so
+  // it needs no lock (Baileys' makeCacheableSignalKeyStore wraps every call in an async mutex and a TTL cache).
+  // Shared objects, as there.
   const cache = new Map<string, unknown>();
-  /** With deferWrites: values recorded by `set` and not yet written, by `type.id` (null = delete). */
+  /** Values recorded by `set` and not yet written, by `type.id` (null = delete). */
   const unwrittenKeys = new Map<string, [type: string, id: string, value: unknown]>();
   let flushScheduled = false;
-  /** Writes the recorded values (inside the committing transaction) and moves them to the cache. */
+  /** Writes the recorded values and moves them to the cache. */
   const writeUnwritten = () => {
     flushScheduled = false;
     if (unwrittenKeys.size === 0) return;
     const entries = [...unwrittenKeys];
     unwrittenKeys.clear();
     try {
-      repo.writeKeys(
-        connectionId,
-        entries.map(([, [type, id, value]]) => [type, id, value === null || value === undefined ? null : encodeKey(type, value)]),
-      );
+      writeRows(entries.map(([, [type, id, value]]) => [type, id, value === null || value === undefined ? null : encodeKey(type, value)]));
     } catch (err) {
       // Not written: keep them recorded (newer values win) so the next `set` schedules them again.
       for (const [key, entry] of entries) if (!unwrittenKeys.has(key)) unwrittenKeys.set(key, entry);
@@ -116,40 +118,16 @@ export function loadAuthState(
       return out;
     },
     set(data: SignalDataSet) {
-      if (deferWrites) {
-        for (const [type, entries] of Object.entries(data)) {
-          for (const [id, value] of Object.entries(entries ?? {})) {
-            const key = `${type}.${id}`;
-            unwrittenKeys.set(key, [type, id, value ?? null]);
-            cache.delete(key); // the unwritten value wins until it is written
-          }
-        }
-        if (!flushScheduled && unwrittenKeys.size > 0) {
-          flushScheduled = true;
-          deferWrites(writeUnwritten);
-        }
-        return;
-      }
-      const rows: KeyRows = [];
       for (const [type, entries] of Object.entries(data)) {
         for (const [id, value] of Object.entries(entries ?? {})) {
-          rows.push([type, id, value === null || value === undefined ? null : encodeKey(type, value)]);
+          const key = `${type}.${id}`;
+          unwrittenKeys.set(key, [type, id, value ?? null]);
+          cache.delete(key); // the recorded value wins until it is written
         }
       }
-      if (rows.length === 0) return;
-      let written = false;
-      try {
-        repo.setKeys(connectionId, rows);
-        written = true;
-      } finally {
-        // After a failed write the table keeps the old values: forget these keys so the next read loads them.
-        for (const [type, entries] of Object.entries(data)) {
-          for (const [id, value] of Object.entries(entries ?? {})) {
-            const key = `${type}.${id}`;
-            if (!written || value === null || value === undefined) cache.delete(key);
-            else remember(key, value);
-          }
-        }
+      if (!flushScheduled && unwrittenKeys.size > 0) {
+        flushScheduled = true;
+        scheduleFlush(writeUnwritten);
       }
     },
     clear() {

@@ -19,7 +19,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate } from './schema.ts';
-import { DatabaseOpenError, setSynchronous } from '../db/database.ts';
+import { DatabaseOpenError, relaxedTransaction } from '../db/database.ts';
 import { WalSync } from '../db/wal-sync.ts';
 
 export interface AccountRow {
@@ -455,14 +455,10 @@ export class Store {
     };
     try {
       if (writes.length) {
-        setSynchronous(this.db, 'NORMAL');
-        try {
-          this.db.transaction(() => {
-            for (const write of writes) write();
-          })();
-        } finally {
-          setSynchronous(this.db, 'FULL');
-        }
+        // NORMAL: durability comes from walSync's fsync, which resolves the waiters.
+        relaxedTransaction(this.db, () => {
+          for (const write of writes) write();
+        });
         this.walSync.committed(resolveAll);
       } else {
         this.walSync.whenDurable(resolveAll); // earlier commits may still be syncing
