@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { app, BrowserWindow, ipcMain, Menu, nativeImage, session, shell, Tray, type IpcMainInvokeEvent } from 'electron';
-import { resolveServiceConfig } from '../service/config/service-config.ts';
+import { clearSandboxOnlyVariables, resolveServiceConfig } from '../service/config/service-config.ts';
 import { openStore } from '../service/db/store.ts';
 import { startService, type RunningService } from '../service/index.ts';
 import { openSecretStore, type SecretStore } from '../service/secrets/secret-store.ts';
@@ -17,6 +17,12 @@ import { VERSION } from '../service/config/version.ts';
 import { ensureOperatorToken, issueToken } from './operator-token.ts';
 import { hardenSession, hardenWebContents, isAllowedExternalUrl } from './security.ts';
 import { startUpdater } from './updater.ts';
+
+// A packaged app is sealed: nothing in its environment may point it at another WhatsApp server or trust anchor.
+if (app.isPackaged) {
+  const removed = clearSandboxOnlyVariables();
+  if (removed.length > 0) console.warn(`Switchboard ignores ${removed.join(' and ')} in the packaged app`);
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const resources = app.isPackaged ? process.resourcesPath : path.resolve(here, '../..');

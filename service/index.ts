@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
-import type { ServiceConfig } from './config/service-config.ts';
+import { ConfigError, type ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
@@ -60,6 +60,8 @@ export function httpOrigin(host: string, port: number): string {
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
+  // Baileys' trust anchor is process-wide: only a sandbox may replace it (live mode is sealed, DESIGN.md).
+  if (config.waRootPublicKey && !config.sandbox) throw new ConfigError('a WhatsApp root key can only be set in sandbox mode');
   const logger = opts.logger ?? createLogger(config.logLevel);
   const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
   const cleanups: Array<{ step: string; cleanup: () => Promise<unknown> | void }> = [];

@@ -19,9 +19,9 @@ Options:
                            with a separate sandbox/ folder in sandbox mode)
   --sandbox                Test mode: start the built-in WhatsApp sandbox and connect to it (env SWITCHBOARD_SANDBOX=1)
   --sandbox-port PORT      Port of the in-process sandbox (default 0 = free; env SWITCHBOARD_SANDBOX_PORT)
-  --wa-url URL             WhatsApp-protocol server to connect to instead (ws:// or wss://; env SWITCHBOARD_WA_URL);
-                           with --sandbox, replaces the in-process sandbox
-  --wa-root-key KEY        Noise root public key of the server at --wa-url (32 bytes, base64 or hex;
+  --wa-url URL             Sandbox mode only: a sandbox running elsewhere (ws:// or wss://; env SWITCHBOARD_WA_URL),
+                           instead of the in-process one; live mode always connects to WhatsApp itself
+  --wa-root-key KEY        Sandbox mode only: Noise root public key of the server at --wa-url (32 bytes, base64 or hex;
                            env SWITCHBOARD_WA_ROOT_KEY); in sandbox mode it is read from the sandbox when omitted
   --log-level LEVEL        fatal, error, warn, info, debug, trace or silent (default info; env SWITCHBOARD_LOG_LEVEL)
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)

@@ -322,6 +322,12 @@ export function resolveServiceConfig(
   const waUrl = parseWsUrl(setting(flags.waUrl, 'wa-url', env, 'SWITCHBOARD_WA_URL'));
   const waRootPublicKey = parseRootKey(setting(flags.waRootKey, 'wa-root-key', env, 'SWITCHBOARD_WA_ROOT_KEY'));
   if (waRootPublicKey && !waUrl) throw new ConfigError('--wa-root-key needs --wa-url (the server it belongs to)');
+  // Live mode is sealed (DESIGN.md): only a sandbox may be reached at another address or with another trust anchor.
+  if (!sandbox && waUrl) {
+    throw new ConfigError(
+      `${setting(flags.waUrl, 'wa-url', env, 'SWITCHBOARD_WA_URL')!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
+    );
+  }
   return {
     host: setting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(flags.port, 'port', env, 'SWITCHBOARD_PORT'), DEFAULT_PORT),
@@ -483,4 +489,17 @@ export function billingSettings(flags: ConfigFlags, env: Env = process.env): Pic
     };
   }
   return { billing };
+}
+
+/** Variables that point the service at another WhatsApp-protocol server or trust anchor (sandbox mode only). */
+export const SANDBOX_ONLY_VARIABLES = ['SWITCHBOARD_WA_URL', 'SWITCHBOARD_WA_ROOT_KEY'] as const;
+
+/**
+ * Clears the sandbox-only variables from `env` (the packaged desktop app calls this at start, DESIGN.md: live
+ * mode cannot be redirected). Returns the names it removed, for one warning line.
+ */
+export function clearSandboxOnlyVariables(env: Env = process.env): string[] {
+  const removed = SANDBOX_ONLY_VARIABLES.filter((name) => env[name] !== undefined);
+  for (const name of removed) delete env[name];
+  return removed;
 }

@@ -11,7 +11,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
-import { UNREACHABLE_WA_URL } from './api-harness.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/switchboard.js');
 const tmpDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'sb-cli-'));
@@ -43,7 +42,7 @@ describe('switchboard serve', () => {
   it('prints exactly the API line, picks a free port with --port 0, and exits 0 on SIGTERM', async () => {
     const dir = tmpDir();
     const { stdout, stderr, code } = await serveAndStop(
-      ['--port', '0', '--data-dir', dir, '--wa-url', UNREACHABLE_WA_URL],
+      ['--port', '0', '--data-dir', dir],
       1,
     );
     expect(stdout).toMatch(/^API: http:\/\/127\.0\.0\.1:\d+\/api\n$/);
@@ -68,7 +67,7 @@ describe('switchboard serve', () => {
     const file = path.join(dir, 'switchboard.db');
     fs.writeFileSync(file, 'this is not a database '.repeat(100));
     const before = createHash('sha256').update(fs.readFileSync(file)).digest('hex');
-    const res = await runCli(['serve', '--port', '0', '--data-dir', dir, '--wa-url', UNREACHABLE_WA_URL]);
+    const res = await runCli(['serve', '--port', '0', '--data-dir', dir]);
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(/^switchboard: Cannot use .*switchboard\.db as the Switchboard database: .+\n$/);
@@ -81,6 +80,7 @@ describe('switchboard serve', () => {
     [['serve', '--port', 'abc'], /invalid --port value "abc"/],
     [['serve', '--log-level', 'loud'], /invalid --log-level value "loud"/],
     [['serve', '--wa-url', 'http://x'], /invalid --wa-url value "http:\/\/x": expected a ws:\/\/ or wss:\/\/ URL/],
+    [['serve', '--wa-url', 'ws://127.0.0.1:9/ws/chat'], /^switchboard: --wa-url is for sandbox mode only/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['token', 'create'], /--user NAME is required/],
     [['token', 'revoke'], /expected exactly one token ID/],
@@ -107,7 +107,7 @@ describe('switchboard token', () => {
 
   beforeAll(async () => {
     dir = tmpDir();
-    service = await startServe(['--port', '0', '--data-dir', dir, '--wa-url', UNREACHABLE_WA_URL]);
+    service = await startServe(['--port', '0', '--data-dir', dir]); // live mode, no connection: nothing dials out
   });
   afterAll(async () => {
     await service.stop();

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { dataPaths, defaultDataDir } from '../../service/config/data-dir.ts';
 import {
+  clearSandboxOnlyVariables,
   ConfigError,
   resolveDataDir,
   resolveSandboxServerConfig,
@@ -54,6 +55,7 @@ describe('resolveServiceConfig', () => {
       SWITCHBOARD_PORT: '8000',
       SWITCHBOARD_DATA_DIR: '/env/dir',
       SWITCHBOARD_LOG_LEVEL: 'DEBUG',
+      SWITCHBOARD_SANDBOX: '1',
       SWITCHBOARD_WA_URL: 'ws://127.0.0.1:7580/ws/chat',
       SWITCHBOARD_TYPING_DELAY_MS: '0',
       SWITCHBOARD_WORKER_ID: 'w1',
@@ -97,11 +99,32 @@ describe('resolveServiceConfig', () => {
   it('reads a root key in hex or base64, only together with a URL', () => {
     const key = Buffer.alloc(32, 7);
     const waUrl = 'ws://h:1/ws/chat';
-    expect(resolveServiceConfig({ waUrl, waRootKey: key.toString('hex') }, {}, linux).waRootPublicKey).toEqual(key);
-    expect(resolveServiceConfig({ waUrl, waRootKey: key.toString('base64') }, {}, linux).waRootPublicKey).toEqual(key);
-    expect(() => resolveServiceConfig({ waRootKey: key.toString('hex') }, {}, linux)).toThrow(
+    const sandbox = true;
+    expect(resolveServiceConfig({ sandbox, waUrl, waRootKey: key.toString('hex') }, {}, linux).waRootPublicKey).toEqual(key);
+    expect(resolveServiceConfig({ sandbox, waUrl, waRootKey: key.toString('base64') }, {}, linux).waRootPublicKey).toEqual(
+      key,
+    );
+    expect(() => resolveServiceConfig({ sandbox, waRootKey: key.toString('hex') }, {}, linux)).toThrow(
       '--wa-root-key needs --wa-url',
     );
+  });
+
+  it.each([
+    [{ waUrl: 'ws://127.0.0.1:7580/ws/chat' }, {}, '--wa-url is for sandbox mode only'],
+    [{}, { SWITCHBOARD_WA_URL: 'wss://example.test/ws/chat' }, 'SWITCHBOARD_WA_URL is for sandbox mode only'],
+    [{ waUrl: 'ws://h/ws', waRootKey: Buffer.alloc(32, 1).toString('hex') }, {}, '--wa-url is for sandbox mode only'],
+    [{}, { SWITCHBOARD_WA_ROOT_KEY: Buffer.alloc(32, 1).toString('hex') }, '--wa-root-key needs --wa-url'],
+  ])('seals live mode: %j %j is refused outside the sandbox', (flags, env, message) => {
+    expect(() => resolveServiceConfig(flags, env, linux)).toThrow(ConfigError);
+    expect(() => resolveServiceConfig(flags, env, linux)).toThrow(message);
+  });
+
+  it('the packaged app clears the sandbox-only variables, leaving the rest', () => {
+    const env = { SWITCHBOARD_WA_URL: 'ws://evil.test/ws/chat', SWITCHBOARD_WA_ROOT_KEY: 'aa', SWITCHBOARD_PORT: '7575' };
+    expect(clearSandboxOnlyVariables(env)).toEqual(['SWITCHBOARD_WA_URL', 'SWITCHBOARD_WA_ROOT_KEY']);
+    expect(env).toEqual({ SWITCHBOARD_PORT: '7575' });
+    expect(clearSandboxOnlyVariables(env)).toEqual([]);
+    expect(resolveServiceConfig({}, env, linux).waUrl).toBeUndefined();
   });
 
   it.each([
@@ -112,7 +135,7 @@ describe('resolveServiceConfig', () => {
     [{ waUrl: 'https://web.whatsapp.com' }, {}, 'invalid --wa-url value'],
     [{ typingDelayMs: '2500-800' }, {}, 'invalid --typing-delay-ms value "2500-800"'],
     [{ workerId: 'a b' }, {}, 'invalid --worker-id value "a b"'],
-    [{ waUrl: 'ws://h/ws', waRootKey: 'c2hvcnQ=' }, {}, 'expected a 32-byte key'],
+    [{ sandbox: true, waUrl: 'ws://h/ws', waRootKey: 'c2hvcnQ=' }, {}, 'expected a 32-byte key'],
     [{}, { SWITCHBOARD_SANDBOX: 'maybe' }, 'invalid SWITCHBOARD_SANDBOX value "maybe"'],
   ])('rejects %j %j', (flags, env, message) => {
     expect(() => resolveServiceConfig(flags, env, linux)).toThrow(ConfigError);
