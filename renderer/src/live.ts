@@ -29,7 +29,8 @@ export function messageFromPayload(p: Record<string, unknown>): Message | undefi
     quotedMessageId: str(p.quotedMessageId) ?? null,
     media: (p.media as MediaInfo | undefined) ?? null,
     ack: typeof p.ack === 'number' ? p.ack : null,
-    ...(Array.isArray(p.reactions) && { reactions: p.reactions as Message['reactions'] }),
+    editedAt: typeof p.editedAt === 'number' ? p.editedAt : null,
+    reactions: Array.isArray(p.reactions) ? (p.reactions as Message['reactions']) : [],
   };
 }
 

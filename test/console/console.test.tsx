@@ -41,6 +41,8 @@ const msg = (n: number, over: Partial<Message> = {}): Message => ({
   quotedMessageId: null,
   media: null,
   ack: null,
+  editedAt: null,
+  reactions: [],
   ...over,
 });
 

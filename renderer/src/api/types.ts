@@ -1,86 +1,38 @@
 /**
- * Shapes of the local API as the console uses them (README "The API", interface-spec §2). Records owned by
- * routes that may not exist yet (webhooks, tokens, billing) are typed loosely: every field the console reads
- * is optional where the spec leaves it open.
+ * Shapes of the local API as the console uses them, derived from the types generated from the service's own
+ * OpenAPI document (`openapi.gen.ts`, `npm run gen:api-types`; a test fails when it drifts from the routes).
+ * Only what the OpenAPI cannot describe (the WebSocket frame, console-side flags) is written here by hand.
  */
-export interface Health {
-  status: 'ok';
-  version: string;
-  uptime: number;
-  connections: number;
-  sandbox: boolean;
+import type { paths } from './openapi.gen.ts';
+import { EVENT_TYPES as GENERATED_EVENT_TYPES } from './openapi.gen.ts';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+/** The JSON body a route answers with `status` (default 200). */
+export type ResponseOf<P extends keyof paths, M extends Method, S extends number = 200> = paths[P] extends {
+  [K in M]: { responses: { [C in S]: { content: { 'application/json': infer T } } } };
 }
-
-export type ConnectionStatus =
-  | 'starting'
-  | 'scan_qr'
-  | 'connected'
-  | 'online'
-  | 'reconnecting'
-  | 'logged_out'
-  | 'failed'
-  | 'stopped';
-
-export interface Connection {
-  id: string;
-  userId: string;
-  workerId: string;
-  sessionName: string;
-  phoneNumber: string | null;
-  status: ConnectionStatus;
-  engine: string;
-  name: string | null;
-  createdAt: string;
-  updatedAt: string;
+  ? T
+  : never;
+/** The JSON request body a route takes. */
+export type RequestOf<P extends keyof paths, M extends Method> = paths[P] extends {
+  [K in M]: { requestBody?: { content: { 'application/json': infer T } } };
 }
+  ? T
+  : never;
 
-export interface Profile {
-  id: string;
-  pushName: string;
-}
-
-export interface Chat {
-  id: string;
-  name: string;
-  isGroup: boolean;
-  lastMessage: { body: string; timestamp: number; fromMe: boolean } | null;
-  unread: number;
-}
-
-export interface MediaInfo {
-  url: string;
-  mimetype: string;
-  filename?: string | null;
-  size?: number | null;
-}
-
-export type MessageType = 'text' | 'image' | 'video' | 'audio' | 'document' | 'location' | 'contact' | string;
-
-export interface Message {
-  id: string;
-  chatId: string;
-  timestamp: number;
-  fromMe: boolean;
-  senderJid: string;
-  senderPushName: string;
-  type: MessageType;
-  text: string;
-  quotedMessageId: string | null;
-  media: MediaInfo | null;
-  ack: number | null;
-  /** Current reactions, one per sender. */
-  reactions?: Array<{ senderJid: string; emoji: string; timestamp: number }>;
-  /** Unix seconds of the last edit, or null. */
-  editedAt?: number | null;
+export type Health = ResponseOf<'/api/', 'get'>;
+export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
+export type ConnectionStatus = Connection['status'];
+export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
+export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];
+export type MessagePage = ResponseOf<'/api/connections/{id}/chats/{chatId}/messages', 'get'>;
+type StoredMessage = MessagePage['messages'][number];
+export type MediaInfo = NonNullable<StoredMessage['media']>;
+export type MessageType = StoredMessage['type'];
+export type Message = StoredMessage & {
   /** Edited while this console watched (before a reload shows editedAt). */
   edited?: boolean;
-}
-
-export interface MessagePage {
-  messages: Message[];
-  nextBefore: string | null;
-  historyStartsAt: number | null;
-}
+};
 
 export interface EventFrame {
   event: string;
@@ -90,63 +42,13 @@ export interface EventFrame {
   seq: number;
 }
 
-export interface Webhook {
-  id: string;
-  sessionId: string;
-  url: string;
-  events: string[];
-  signingSecret: string;
-  active: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface WebhookDelivery {
-  id: string;
-  eventType: string;
-  payload: unknown;
-  status: string;
-  attempts: number;
-  deliveredAt: string | null;
-  createdAt: string;
-  lastError?: string | null;
-  lastStatusCode?: number | null;
-  nextAttemptAt?: string | null;
-}
-
-export interface ApiToken {
-  id: string;
-  name?: string | null;
-  prefix?: string;
-  createdAt?: string;
-  lastUsedAt?: string | null;
-}
-
+export type Webhook = ResponseOf<'/api/connections/{id}/webhooks', 'get'>[number];
+export type WebhookDelivery = ResponseOf<'/api/webhooks/{id}/logs', 'get'>[number];
+export type ApiToken = ResponseOf<'/api/tokens', 'get'>[number];
 /** POST /tokens: the token record plus the secret value, shown once. */
-export interface CreatedToken extends ApiToken {
-  token?: string;
-  value?: string;
-}
-
-export interface BillingStatus {
-  slots?: number;
-  used?: number;
-  usedSlots?: number;
-  available?: number;
-  availableSlots?: number;
-  provider?: string;
-  status?: string;
-  subscriptionStatus?: string;
-  currency?: string;
-  [key: string]: unknown;
-}
-
-export interface SlotChange {
-  slots: number;
-  status: 'upgraded' | 'downgraded' | 'unchanged';
-  proratedAmount: number;
-  currency: string;
-}
+export type CreatedToken = ResponseOf<'/api/tokens', 'post', 201>;
+export type BillingStatus = ResponseOf<'/api/billing/status', 'get'>;
+export type SlotChange = ResponseOf<'/api/billing/slots', 'put'>;
 
 export interface ApiErrorBody {
   message: string;
@@ -154,14 +56,5 @@ export interface ApiErrorBody {
   error?: string;
 }
 
-/** Event types the service emits (DESIGN.md §4). */
-export const EVENT_TYPES = [
-  'session.status',
-  'message',
-  'message.sent',
-  'message.ack',
-  'message.reaction',
-  'message.edited',
-  'presence.update',
-  'webhook.test',
-] as const;
+/** Event types the service emits, as the server lists them (generated). */
+export const EVENT_TYPES = GENERATED_EVENT_TYPES;

@@ -20,9 +20,9 @@ export function formatAmount(amount: number, currency: string): string {
 }
 
 export function slotFigures(s: BillingStatus, connections: number): { slots: number; used: number; available: number } {
-  const slots = typeof s.slots === 'number' ? s.slots : 0;
-  const used = s.used ?? s.usedSlots ?? connections;
-  const available = s.available ?? s.availableSlots ?? Math.max(0, slots - used);
+  const slots = s.slots;
+  const used = s.used ?? connections;
+  const available = s.available ?? Math.max(0, slots - used);
   return { slots, used, available };
 }
 
@@ -85,9 +85,9 @@ export function BillingView() {
             <Stat label="Available" value={figures.available} />
           </SimpleGrid>
           <Progress value={figures.slots ? (100 * figures.used) / figures.slots : 0} aria-label="Slots used" />
-          {(status.data?.provider || status.data?.subscriptionStatus || status.data?.status) && (
+          {(status.data?.provider || status.data?.subscriptionStatus) && (
             <Text size="sm" c="dimmed">
-              {[status.data?.provider && `Provider: ${status.data.provider}`, (status.data?.subscriptionStatus ?? status.data?.status) && `Subscription: ${status.data?.subscriptionStatus ?? status.data?.status}`]
+              {[status.data?.provider && `Provider: ${status.data.provider}`, status.data?.subscriptionStatus && `Subscription: ${status.data.subscriptionStatus}`]
                 .filter(Boolean)
                 .join(' · ')}
             </Text>

@@ -23,7 +23,7 @@ export function TokensView() {
     setBusy(true);
     try {
       const t = await client.createToken(name.trim() || 'console');
-      setCreated(t.token ?? t.value ?? null);
+      setCreated(t.token);
       setName('');
       void list.reload();
     } catch (err) {

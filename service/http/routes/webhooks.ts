@@ -25,6 +25,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.ack',
   'message.reaction',
   'message.edited',
+  'message.revoked',
   'presence.update',
   'webhook.test',
 ] as const;
