@@ -67,7 +67,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   await registerWebSocketSupport(app, streams); // before auth: see its doc
   // Order matters: Host/Origin checks first, then the rate limit's per-route hooks and OpenAPI's onRoute
   // hook (both apply to routes registered after them), then authentication.
-  registerHardening(app, {
+  await registerHardening(app, {
     apiPrefix: API_PREFIX,
     docsPrefix: API_PREFIX + DOCS_PATH,
     ...(allowedHosts && { allowedHosts }),

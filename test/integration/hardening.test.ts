@@ -79,6 +79,10 @@ describe('localhost hardening', () => {
     const res = await raw(api.baseUrl, 'GET', '/connections', { ...auth(), host: host.replace('PORT', port) });
     expect(res.status).toBe(status);
     if (status === 403) expect(JSON.parse(res.body)).toEqual({ statusCode: 403, error: 'Forbidden', message: 'Host not allowed' });
+    // Refused or not, the response carries the security headers.
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toContain("default-src 'none'");
   });
 
   it('checks Host before authentication and on public and unknown routes', async () => {

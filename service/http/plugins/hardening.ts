@@ -12,12 +12,14 @@
  *    exact string comparison. Otherwise 403 `Origin not allowed`. Requests without `Origin` (curl, SDKs,
  *    scripts) pass: browsers always send it on these requests.
  * 3. **No CORS by default.** Only origins listed in `allowedOrigins` get CORS headers and preflight answers.
- * 4. **Security headers on every response**: `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
- *    `X-Frame-Options: DENY`, `Cross-Origin-Opener-Policy`/`-Resource-Policy: same-origin`, and a
- *    Content-Security-Policy: `default-src 'none'` for the JSON API, a self-only policy for the docs and
- *    the console (`/`). A route may set its own CSP (e.g. with a nonce); it is then kept. API responses are
+ * 4. **Security headers on every response**, set by `@fastify/helmet`: `X-Content-Type-Options: nosniff`,
+ *    `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`, `Cross-Origin-Opener-Policy`/`-Resource-Policy:
+ *    same-origin` (no HSTS: plain HTTP on loopback), and ONE page Content-Security-Policy for the console (`/`)
+ *    and the docs (`PAGE_CSP_DIRECTIVES`); JSON API responses get `default-src 'none'` instead and
  *    `Cache-Control: no-store`.
  */
+import type { IncomingMessage } from 'node:http';
+import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors.ts';
 
@@ -49,22 +51,47 @@ export function parseHost(value: string | undefined): { name: string; port: numb
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/** The console's and the docs' policy: same-origin resources, inline styles (Mantine, Swagger UI), no framing. */
-function pageCsp(wsOrigin: string | undefined): string {
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data: blob:",
-    `connect-src 'self'${wsOrigin ? ` ${wsOrigin}` : ''}`,
-    "object-src 'none'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-    "form-action 'self'",
-  ].join('; ');
+const HOST_RE = /^[A-Za-z0-9.-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/;
+
+/** `ws://HOST` of the page's own origin, for the event stream (connect-src `'self'` does not cover ws: everywhere). */
+function ownWebSocketOrigin(req: IncomingMessage): string {
+  const host = req.headers.host;
+  return host && HOST_RE.test(host) ? `ws://${host}` : "'self'";
 }
 
-export function registerHardening(app: FastifyInstance, opts: HardeningOptions): void {
+/**
+ * The one page policy (console and docs): scripts, API calls and the event stream from the page's own origin
+ * only; inline styles (Mantine, Swagger UI); blob: for media fetched with the Authorization header; nothing
+ * framed, no plugins, no workers.
+ */
+export const PAGE_CSP_DIRECTIVES = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  imgSrc: ["'self'", 'data:', 'blob:'],
+  mediaSrc: ["'self'", 'blob:'],
+  fontSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'", (req: IncomingMessage) => ownWebSocketOrigin(req)],
+  objectSrc: ["'none'"],
+  baseUri: ["'none'"],
+  frameAncestors: ["'none'"],
+  formAction: ["'self'"],
+  workerSrc: ["'none'"],
+};
+
+export async function registerHardening(app: FastifyInstance, opts: HardeningOptions): Promise<void> {
+  // First, so that even a request refused by the checks below gets the headers.
+  await app.register(helmet, {
+    global: true,
+    contentSecurityPolicy: { useDefaults: false, directives: PAGE_CSP_DIRECTIVES },
+    crossOriginEmbedderPolicy: false,
+    crossOriginOpenerPolicy: { policy: 'same-origin' },
+    crossOriginResourcePolicy: { policy: 'same-origin' },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'no-referrer' },
+    strictTransportSecurity: false,
+  });
+
   const anyHost = opts.allowedHosts?.includes('*') ?? false;
   const extraHosts = (opts.allowedHosts ?? []).map(parseHost).filter((h) => h !== undefined);
   const corsOrigins = new Set(opts.allowedOrigins ?? []);
@@ -113,20 +140,10 @@ export function registerHardening(app: FastifyInstance, opts: HardeningOptions):
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'no-referrer');
-    reply.header('x-frame-options', 'DENY');
-    reply.header('cross-origin-opener-policy', 'same-origin');
-    reply.header('cross-origin-resource-policy', 'same-origin');
     const path = request.url.split('?', 1)[0]!;
     const isDocs = path === opts.docsPrefix || path.startsWith(opts.docsPrefix + '/');
     const isApi = !isDocs && (path === opts.apiPrefix || path.startsWith(opts.apiPrefix + '/'));
-    if (isApi) reply.header('cache-control', 'no-store');
-    if (!reply.hasHeader('content-security-policy')) {
-      const port = localPort(request);
-      const ws = port === undefined ? undefined : `ws://${parseHost(request.headers.host)?.name ?? '127.0.0.1'}:${port}`;
-      reply.header('content-security-policy', isApi ? API_CSP : pageCsp(ws));
-    }
+    if (isApi) reply.header('cache-control', 'no-store').header('content-security-policy', API_CSP);
     return payload;
   });
 }

@@ -22,34 +22,8 @@ export function findConsoleDir(env: NodeJS.ProcessEnv = process.env): string | u
   return candidates.find((dir) => fs.existsSync(path.join(dir, 'index.html')));
 }
 
-const HOST_RE = /^[A-Za-z0-9.-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/;
-
-/**
- * The console's Content-Security-Policy: only its own origin for scripts, API calls and the event stream
- * (`ws://` of the same host, listed explicitly), inline styles for Mantine, blob: for media fetched with the
- * Authorization header, nothing framed, no plugins.
- */
-export function consoleCsp(host: string | undefined): string {
-  const ws = host && HOST_RE.test(host) ? ` ws://${host}` : '';
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data: blob:",
-    "media-src 'self' blob:",
-    "font-src 'self' data:",
-    `connect-src 'self'${ws}`,
-    "object-src 'none'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-    "form-action 'self'",
-    "worker-src 'none'",
-  ].join('; ');
-}
-
-/** Runs after the hardening plugin's onSend (parent hooks first), so this policy is the one sent. */
+/** Caching of the console's files (its CSP is the page policy of plugins/hardening.ts). */
 function setConsoleHeaders(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('content-security-policy', consoleCsp(request.headers.host));
   if (reply.statusCode < 300) reply.header('cache-control', request.url.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
 }
 
