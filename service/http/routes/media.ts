@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import { Type } from '@sinclair/typebox';
+import rangeParser from 'range-parser';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MediaFileInfo } from '../../engine/types.ts';
 import { notFound } from '../../errors.ts';
@@ -19,26 +20,16 @@ const FileParams = Type.Object({ id: Type.String(), filename: Type.String() });
 const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 const MessageQuery = Type.Object({ chatId: Type.String({ minLength: 1 }) });
 
-/** The byte range a `Range` header asks for; undefined for none/several (whole file), 'invalid' when unsatisfiable. */
+/**
+ * The byte range a `Range` header asks for (RFC 9110 §14, parsed by `range-parser`): undefined for none or for
+ * several ranges (the whole file is sent), 'invalid' when it is malformed, not in bytes or unsatisfiable (416).
+ */
 export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'invalid' | undefined {
   if (!header) return undefined;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m) return header.includes(',') ? undefined : 'invalid';
-  const [, from, to] = m;
-  if (from === '' && to === '') return 'invalid';
-  let start: number;
-  let end: number;
-  if (from === '') {
-    const suffix = Number(to);
-    if (suffix === 0) return 'invalid';
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(from);
-    end = to === '' ? size - 1 : Math.min(Number(to), size - 1);
-  }
-  if (!Number.isSafeInteger(start) || start >= size || end < start) return 'invalid';
-  return { start, end };
+  const ranges = rangeParser(size, header, { combine: true });
+  if (ranges === -1 || ranges === -2 || ranges.type !== 'bytes') return 'invalid';
+  if (ranges.length !== 1) return undefined;
+  return { start: ranges[0]!.start, end: ranges[0]!.end };
 }
 
 function contentDisposition(filename: string): string {
