@@ -1,21 +1,34 @@
 /**
- * Electron main: a thin shell around the service. Single instance; starts the service (`startService`) before
- * any window; creates or reads the operator token (OS keychain via SecretStore); opens one hardened window on
- * the console the service serves at `http://127.0.0.1:PORT/`; closing the window hides it (sessions stay
- * online) and only the tray's or the menu's Quit stops the service. Updates through electron-updater (generic
- * provider, packaged builds only). Settings come from the same env variables as `switchboard serve`
- * (SWITCHBOARD_SANDBOX=1, SWITCHBOARD_DATA_DIR, …); the port defaults to 0 (a free one).
+ * Electron main: a thin shell around the service, which runs in its own Electron `utilityProcess`
+ * (main/service-host.ts) so no message, query or HTTP request ever costs the thread that drives the window.
+ * Single instance; starts the service process before any window and restarts it if it dies (the window shows a
+ * notice); creates or reads the operator token (OS keychain via SecretStore); opens one hardened window on the
+ * console the service serves at `http://127.0.0.1:PORT/`; closing the window hides it (sessions stay online) and
+ * only the tray's or the menu's Quit stops the service. Updates through electron-updater (generic provider,
+ * packaged builds only). Settings come from the same env variables as `switchboard serve` (SWITCHBOARD_SANDBOX=1,
+ * SWITCHBOARD_DATA_DIR, …); the port defaults to 0 (a free one).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { app, BrowserWindow, ipcMain, Menu, nativeImage, session, shell, Tray, type IpcMainInvokeEvent } from 'electron';
+import {
+  app,
+  BrowserWindow,
+  ipcMain,
+  Menu,
+  nativeImage,
+  session,
+  shell,
+  Tray,
+  utilityProcess,
+  type IpcMainInvokeEvent,
+} from 'electron';
 import { clearSandboxOnlyVariables, resolveServiceConfig } from '../service/config/service-config.ts';
-import { openStore } from '../service/db/store.ts';
-import { startService, type RunningService } from '../service/index.ts';
 import { openSecretStore, type SecretStore } from '../service/secrets/secret-store.ts';
 import { VERSION } from '../service/config/version.ts';
-import { ensureOperatorToken, issueToken } from './operator-token.ts';
+import { ensureOperatorToken } from './operator-token.ts';
 import { hardenSession, hardenWebContents, isAllowedExternalUrl } from './security.ts';
+import type { HostToMain } from './service-host.ts';
+import { ServiceSupervisor, type HostProcess, type SupervisorNotice } from './service-supervisor.ts';
 import { startUpdater } from './updater.ts';
 
 // A packaged app is sealed: nothing in its environment may point it at another WhatsApp server or trust anchor.
@@ -27,7 +40,7 @@ if (app.isPackaged) {
 const here = path.dirname(fileURLToPath(import.meta.url));
 const resources = app.isPackaged ? process.resourcesPath : path.resolve(here, '../..');
 
-let service: RunningService | undefined;
+let service: ServiceSupervisor | undefined;
 let win: BrowserWindow | undefined;
 let tray: Tray | undefined;
 let quitting = false;
@@ -48,7 +61,7 @@ if (!app.requestSingleInstanceLock()) {
     e.preventDefault();
     const s = service;
     service = undefined;
-    void s.close().finally(() => app.quit());
+    void s.stop().finally(() => app.quit());
   });
   app.on('activate', () => showWindow());
   app.on('web-contents-created', (_e, contents) => hardenWebContents(contents, () => serviceOrigin()));
@@ -62,26 +75,37 @@ function serviceOrigin(): string | undefined {
   return desktopConfig ? new URL(desktopConfig.apiUrl).origin : undefined;
 }
 
+/** The service's process: Electron's utilityProcess running main/service-host.ts with the shell's environment. */
+function forkServiceHost(env: Record<string, string>): HostProcess {
+  const child = utilityProcess.fork(path.join(here, 'service-host.js'), [], {
+    serviceName: 'Switchboard service',
+    env: { ...process.env, ...env },
+    stdio: 'inherit',
+  });
+  return {
+    postMessage: (m) => child.postMessage(m),
+    onMessage: (l) => child.on('message', (m: unknown) => l(m as HostToMain)),
+    onExit: (l) => child.once('exit', (code) => l(code)),
+    kill: () => void child.kill(),
+  };
+}
+
+function noticeToWindow(notice: SupervisorNotice): void {
+  if (notice.kind === 'crashed') console.error(`Switchboard: the service process exited (code ${notice.code}); restarting it`);
+  win?.webContents.send('switchboard:service-notice', notice);
+}
+
 async function boot(): Promise<void> {
   const config = resolveServiceConfig({ port: process.env.SWITCHBOARD_PORT ?? '0' });
   const secrets: SecretStore = await openSecretStore({
     dataDir: config.dataDir,
     onDegraded: (reason) => console.warn(`[secrets] degraded: ${reason}`),
   });
-  service = await startService(config);
-  const token = await ensureOperatorToken({
-    secrets,
-    apiUrl: service.apiUrl,
-    create: async () => {
-      const store = openStore(config.dataDir);
-      try {
-        return store.tx(() => issueToken(store.tokens, store.users.ensure('operator').id, 'desktop').token);
-      } finally {
-        store.close();
-      }
-    },
-  });
-  desktopConfig = { apiUrl: service.apiUrl, token, sandbox: config.sandbox, version: VERSION, secretsDegraded: secrets.degraded };
+  const supervisor = new ServiceSupervisor({ fork: forkServiceHost, onNotice: noticeToWindow });
+  service = supervisor;
+  const apiUrl = await supervisor.start();
+  const token = await ensureOperatorToken({ secrets, apiUrl, create: () => supervisor.issueOperatorToken() });
+  desktopConfig = { apiUrl, token, sandbox: config.sandbox, version: VERSION, secretsDegraded: secrets.degraded };
 
   hardenSession(session.defaultSession);
   registerIpc();

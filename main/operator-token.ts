@@ -2,7 +2,6 @@
  * The desktop operator's API token: created on first run for the local user `operator` and kept in the OS
  * keychain through SecretStore (0600 file fallback, reported as degraded). Re-created if it was revoked.
  */
-import { issueToken } from '../service/auth/api-tokens.ts';
 import type { SecretStore } from '../service/secrets/secret-store.ts';
 
 export const OPERATOR_TOKEN_KEY = 'operator-token';
@@ -23,4 +22,3 @@ export async function ensureOperatorToken(opts: {
   return token;
 }
 
-export { issueToken };

@@ -13,4 +13,12 @@ contextBridge.exposeInMainWorld('switchboardDesktop', {
   openExternal: (url: string) => ipcRenderer.invoke('switchboard:open-external', String(url)),
   hideWindow: () => ipcRenderer.invoke('switchboard:hide-window'),
   quit: () => ipcRenderer.invoke('switchboard:quit'),
+  /** Calls `listener` with each notice about the service process (crashed, restarted, failed); returns an unsubscribe. */
+  onServiceNotice: (listener: (notice: unknown) => void) => {
+    const handler = (_event: unknown, notice: unknown) => listener(notice);
+    ipcRenderer.on('switchboard:service-notice', handler);
+    return () => {
+      ipcRenderer.off('switchboard:service-notice', handler);
+    };
+  },
 });

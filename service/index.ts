@@ -10,6 +10,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { issueToken } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
@@ -34,6 +35,11 @@ export interface RunningService {
   apiUrl: string;
   /** HTTP URL of the in-process sandbox (sandbox mode only). */
   sandboxUrl?: string;
+  /**
+   * Issues an API token (`wh_…`, returned once) for the local user `userName`, created when missing; the desktop
+   * shell's operator token comes from here. @throws after close()
+   */
+  issueLocalToken(userName: string, tokenName: string): string;
   /** Stops everything; safe to call more than once. */
   close(): Promise<void>;
 }
@@ -185,6 +191,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     return {
       apiUrl: httpOrigin(config.host, port) + API_PREFIX,
       ...(sandboxUrl && { sandboxUrl }),
+      issueLocalToken: (userName, tokenName) =>
+        store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
       close: () => (closing ??= closeStarted()),
     };
   } catch (err) {

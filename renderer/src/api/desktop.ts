@@ -19,7 +19,15 @@ export interface DesktopBridge {
   /** Hides the window; sessions stay online. */
   hideWindow(): Promise<void>;
   quit(): Promise<void>;
+  /** Notices about the service's own process (it runs apart from the window); returns an unsubscribe. */
+  onServiceNotice?(listener: (notice: ServiceNotice) => void): () => void;
 }
+
+/** What main/service-supervisor.ts reports about the service process. */
+export type ServiceNotice =
+  | { kind: 'crashed'; code: number | null }
+  | { kind: 'restarted'; apiUrl: string }
+  | { kind: 'failed'; message: string };
 
 declare global {
   interface Window {

@@ -1,0 +1,95 @@
+/**
+ * The service's own process in the desktop app: the entry that `main/` starts with Electron's
+ * `utilityProcess.fork`, so Baileys, SQLite and the HTTP server never run on the thread that drives the window,
+ * tray and menus. It never imports `electron`; it reads its settings from the environment main passes (the same
+ * variables as `switchboard serve`), starts the service and speaks a small message protocol with main:
+ *
+ * - host → main: `{ type: 'ready', apiUrl, sandbox }` once the API listens; `{ type: 'fatal', message }` when it
+ *   cannot start (then it exits 1); `{ type: 'token', requestId, token }` answering a token request.
+ * - main → host: `{ type: 'issue-operator-token', requestId }` issues an API token for the local user `operator`;
+ *   `{ type: 'stop' }` closes the service cleanly and exits 0.
+ *
+ * The channel is Electron's `process.parentPort` in a utility process, and the IPC channel of
+ * `child_process.fork` under plain Node (how the supervisor's tests run it where Electron is absent).
+ */
+import { resolveServiceConfig } from '../service/config/service-config.ts';
+import { startService, type RunningService } from '../service/index.ts';
+
+export type HostToMain =
+  | { type: 'ready'; apiUrl: string; sandbox: boolean }
+  | { type: 'fatal'; message: string }
+  | { type: 'token'; requestId: number; token?: string; error?: string };
+export type MainToHost = { type: 'issue-operator-token'; requestId: number } | { type: 'stop' };
+
+/** Electron's parent port of a utility process (typed here so this file needs no Electron types). */
+interface ParentPort {
+  on(event: 'message', listener: (e: { data: unknown }) => void): void;
+  postMessage(message: unknown): void;
+}
+
+interface Channel {
+  send(message: HostToMain): void;
+  onMessage(listener: (message: MainToHost) => void): void;
+}
+
+function parentChannel(): Channel {
+  const parentPort = (process as { parentPort?: ParentPort }).parentPort;
+  if (parentPort) {
+    return {
+      send: (m) => parentPort.postMessage(m),
+      onMessage: (l) => parentPort.on('message', (e) => l(e.data as MainToHost)),
+    };
+  }
+  if (process.send) {
+    return {
+      send: (m) => process.send!(m),
+      onMessage: (l) => process.on('message', (m) => l(m as MainToHost)),
+    };
+  }
+  throw new Error('service-host must be started by the desktop app (utilityProcess) or child_process.fork');
+}
+
+async function main(): Promise<void> {
+  const channel = parentChannel();
+  let service: RunningService | undefined;
+  let stopping = false;
+
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await service?.close().catch(() => undefined);
+    process.exit(code);
+  };
+
+  channel.onMessage((message) => {
+    if (message.type === 'stop') void stop(0);
+    else if (message.type === 'issue-operator-token') {
+      try {
+        if (!service) throw new Error('the service is not running');
+        channel.send({
+          type: 'token',
+          requestId: message.requestId,
+          token: service.issueLocalToken('operator', 'desktop'),
+        });
+      } catch (err) {
+        channel.send({
+          type: 'token',
+          requestId: message.requestId,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+  });
+  process.on('SIGTERM', () => void stop(0));
+
+  try {
+    const config = resolveServiceConfig({ port: process.env.SWITCHBOARD_PORT ?? '0' });
+    service = await startService(config);
+    channel.send({ type: 'ready', apiUrl: service.apiUrl, sandbox: config.sandbox });
+  } catch (err) {
+    channel.send({ type: 'fatal', message: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  }
+}
+
+void main();
