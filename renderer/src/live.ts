@@ -100,12 +100,13 @@ export function handleFrame(frame: EventFrame, client: ApiClient): void {
 }
 
 /** Opens the stream for a signed-in console; returns a stop function. */
-export function startLive(client: ApiClient, onResync: () => void): () => void {
+export function startLive(client: ApiClient, onResync: () => void, onUnauthorized?: () => void): () => void {
   const socket = new EventSocket({
     url: (after) => client.wsUrl(after),
     onFrame: (f) => handleFrame(f, client),
     onState: (s) => useEvents.getState().setSocket(s),
     onResync,
+    ...(onUnauthorized && { onUnauthorized }),
   });
   socket.start();
   return () => socket.stop();

@@ -214,10 +214,21 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
   it('sends an image that shows inline through the media proxy', async () => {
     const pngFile = fs.readFileSync(path.resolve('resources/icon.png'));
     await page.getByTestId('attach-menu').click();
-    await page.locator('input[type="file"]').setInputFiles({ name: 'logo.png', mimeType: 'image/png', buffer: pngFile });
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('menuitem', { name: /^File, photo/ }).click()]);
+    await chooser.setFiles({ name: 'logo.png', mimeType: 'image/png', buffer: pngFile });
+    // A preview with a caption before anything is sent; the attach menu has closed.
+    await page.getByAltText('Preview of logo.png').waitFor();
+    await page.getByRole('menu').waitFor({ state: 'hidden' });
+    await page.getByTestId('attachment-caption').fill('Our logo');
+    await page.getByTestId('attachment-send').click();
     const img = page.locator('[data-testid="message"][data-from-me="true"] [data-testid="media-image"]');
     await img.first().waitFor({ timeout: 30_000 });
     await page.waitForFunction(imageLoaded, '[data-testid="media-image"]');
+    await page.locator('[data-testid="message"][data-from-me="true"]', { hasText: 'Our logo' }).waitFor();
+    // The thread stays at the bottom once the image has loaded (nothing of the last message cut off).
+    await waitFor('the thread at the bottom', () =>
+      page.getByTestId('thread-scroll').evaluate((el) => (el.scrollHeight - el.scrollTop - el.clientHeight < 2 ? true : undefined)),
+    );
   });
 
   it('reacts to a message and edits a sent one', async () => {

@@ -42,6 +42,8 @@ export interface ApiClientOptions {
   baseUrl: string;
   token: string;
   fetch?: typeof fetch;
+  /** Called when the API answers 401 (the token was revoked or expired): the console goes back to sign-in. */
+  onUnauthorized?: () => void;
 }
 
 const enc = encodeURIComponent;
@@ -50,11 +52,14 @@ export class ApiClient {
   readonly baseUrl: string;
   readonly token: string;
   private readonly fetchImpl: typeof fetch;
+  /** Set by the session once signed in (see ApiClientOptions.onUnauthorized). */
+  onUnauthorized: (() => void) | undefined;
 
   constructor(opts: ApiClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/$/, '');
     this.token = opts.token;
     this.fetchImpl = opts.fetch ?? ((...args) => globalThis.fetch(...args));
+    this.onUnauthorized = opts.onUnauthorized;
   }
 
   /** WebSocket URL of the event stream, resuming after `after` when given. */
@@ -89,6 +94,7 @@ export class ApiClient {
       }
     }
     if (!res.ok) {
+      if (res.status === 401) this.onUnauthorized?.();
       const b = data as Partial<ApiErrorBody> | undefined;
       const retry = Number(res.headers.get('retry-after'));
       throw new ApiError(res.status, b?.message ?? `${res.status} ${res.statusText}`, Number.isFinite(retry) && retry > 0 ? retry : undefined);

@@ -6,12 +6,17 @@ import type { EventFrame } from './types.ts';
 
 export type SocketState = 'connecting' | 'open' | 'closed';
 
+/** Close code of a stream whose token was revoked or whose user was disabled (service/stream/event-stream.ts). */
+export const UNAUTHORIZED_CLOSE_CODE = 4401;
+
 export interface EventSocketOptions {
   url: (after: number | undefined) => string;
   onFrame: (frame: EventFrame) => void;
   onState: (state: SocketState) => void;
   /** Called after a reconnect that could not resume (no seq seen yet): lists should be reloaded. */
   onResync?: () => void;
+  /** The server closed the stream with 4401 (token revoked, user disabled): no reconnect. */
+  onUnauthorized?: () => void;
   WebSocketImpl?: typeof WebSocket;
 }
 
@@ -66,11 +71,16 @@ export class EventSocket {
       }
       this.opts.onFrame(frame);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = undefined;
       this.opts.onState('closed');
       if (this.stopped) return;
+      if (ev.code === UNAUTHORIZED_CLOSE_CODE) {
+        this.stopped = true;
+        this.opts.onUnauthorized?.();
+        return;
+      }
       const delay = Math.min(30_000, 500 * 2 ** this.attempts++);
       this.timer = setTimeout(() => this.connect(), delay);
     };

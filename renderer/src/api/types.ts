@@ -32,6 +32,8 @@ export type MessageType = StoredMessage['type'];
 export type Message = StoredMessage & {
   /** Edited while this console watched (before a reload shows editedAt). */
   edited?: boolean;
+  /** A bubble shown before the API answered (`pending`), or whose send failed (`failed`, with `retry`). */
+  local?: { state: 'pending' | 'failed'; error?: string; retry?: () => void };
 };
 
 export interface EventFrame {

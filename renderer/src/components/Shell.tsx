@@ -1,5 +1,5 @@
 /** The signed-in console: header, navbar, the current view; loads connections and opens the live stream. */
-import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Tooltip, useMantineColorScheme } from '@mantine/core';
+import { ActionIcon, Alert, AppShell, Badge, Box, Burger, Group, NavLink, Text, Tooltip, useMantineColorScheme } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import {
   IconActivity,
@@ -8,11 +8,13 @@ import {
   IconMessages,
   IconMoon,
   IconPlugConnected,
+  IconPlugConnectedX,
   IconSettings,
   IconSun,
   IconWebhook,
 } from '@tabler/icons-react';
 import { useEffect, type ReactNode } from 'react';
+import type { ApiClient } from '../api/client.ts';
 import { startLive } from '../live.ts';
 import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
@@ -61,13 +63,61 @@ function ThemeToggle() {
   );
 }
 
+/** How often the console asks whether the service is back while its event stream is down, in ms. */
+const REACHABILITY_POLL_MS = 2_000;
+
+/**
+ * Keeps `reachable` honest: while the event stream is not open, asks `GET /api/` every 2 s; the first failure
+ * marks the service unreachable (banner, statuses unknown), the first answer marks it back and reloads the lists.
+ */
+function useServiceReachability(client: ApiClient): void {
+  const socket = useEvents((s) => s.socket);
+  useEffect(() => {
+    if (socket === 'open') {
+      useSession.getState().setReachable(true);
+      return;
+    }
+    let stopped = false;
+    const check = async () => {
+      const ok = await client.health().then(
+        () => true,
+        () => false,
+      );
+      if (stopped) return;
+      const was = useSession.getState().reachable;
+      useSession.getState().setReachable(ok);
+      if (ok && !was) void useConnections.getState().load(client);
+    };
+    void check();
+    const timer = setInterval(() => void check(), REACHABILITY_POLL_MS);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, [client, socket]);
+}
+
+function UnreachableBanner() {
+  const reachable = useSession((s) => s.reachable);
+  const baseUrl = useSession((s) => s.baseUrl);
+  if (reachable) return null;
+  return (
+    <Alert color="red" variant="filled" mb="md" icon={<IconPlugConnectedX size={18} />} title="The service is not answering" data-testid="service-unreachable" role="alert">
+      Nothing answers at {baseUrl}. Connection and chat states below are unknown until it is back; this page
+      reconnects by itself.
+    </Alert>
+  );
+}
+
 function LiveIndicator() {
   const state = useEvents((s) => s.socket);
   const color = state === 'open' ? 'green' : state === 'connecting' ? 'yellow' : 'red';
   const label = state === 'open' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline';
   return (
-    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state}>
-      {label}
+    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state} aria-label={`Event stream: ${label}`}>
+      <Box component="span" visibleFrom="xs">
+        {label}
+      </Box>
     </Badge>
   );
 }
@@ -82,12 +132,17 @@ export function Shell() {
 
   useEffect(() => {
     void load(client);
-    return startLive(client, () => {
-      void useConnections.getState().load(client);
-      const cid = useChats.getState().connectionId;
-      if (cid) void useChats.getState().load(client, cid);
-    });
+    return startLive(
+      client,
+      () => {
+        void useConnections.getState().load(client);
+        const cid = useChats.getState().connectionId;
+        if (cid) void useChats.getState().load(client, cid);
+      },
+      () => useSession.getState().expire(),
+    );
   }, [client, load]);
+  useServiceReachability(client);
 
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
@@ -95,7 +150,7 @@ export function Shell() {
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
             <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
-            <Text fw={700} size="lg">
+            <Text fw={700} size="lg" visibleFrom="xs">
               Switchboard
             </Text>
             <SandboxBadge />
@@ -131,7 +186,10 @@ export function Shell() {
           </Text>
         </AppShell.Section>
       </AppShell.Navbar>
-      <AppShell.Main>{VIEW_COMPONENTS[view]()}</AppShell.Main>
+      <AppShell.Main>
+        <UnreachableBanner />
+        {VIEW_COMPONENTS[view]()}
+      </AppShell.Main>
     </AppShell>
   );
 }

@@ -1,8 +1,14 @@
 import { Badge, Loader } from '@mantine/core';
 import { STATUS_COLORS, STATUS_LABELS } from '../stores/connections.ts';
+import { useSession } from '../stores/session.ts';
 
-/** A connection's status as a coloured badge (spinner while it is on its way somewhere). */
-export function StatusBadge({ status }: { status: string }) {
+/**
+ * A connection's status as a coloured badge (spinner while it is on its way somewhere); "unknown" in grey while
+ * the service does not answer, since the last status seen may no longer be true.
+ */
+export function StatusBadge({ status: known }: { status: string }) {
+  const reachable = useSession((s) => s.reachable);
+  const status = reachable ? known : 'unknown';
   const busy = status === 'starting' || status === 'connected' || status === 'reconnecting';
   return (
     <Badge

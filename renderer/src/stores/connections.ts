@@ -106,4 +106,5 @@ export const STATUS_LABELS: Record<string, string> = {
   logged_out: 'Logged out',
   failed: 'Failed',
   stopped: 'Deleted',
+  unknown: 'Unknown',
 };

@@ -19,6 +19,11 @@ interface SessionState {
   desktop: boolean;
   secretsDegraded: boolean;
   error: string | null;
+  /** Whether the service answered lately (false while it is down: statuses are then unknown). */
+  reachable: boolean;
+  setReachable(reachable: boolean): void;
+  /** The token stopped working (401, or the stream closed with 4401): back to sign-in, saying why. */
+  expire(): void;
   /** Reads the desktop config or a stored token, checks it, and goes to `ready` or `need-token`. */
   boot(): Promise<void>;
   /** Checks `token` against the API; on success stores it (localStorage when `remember`). */
@@ -38,8 +43,20 @@ function storedToken(): string | null {
   }
 }
 
+/** What the sign-in page says after the token stopped working while signed in. */
+export const EXPIRED_MESSAGE = 'Your token is no longer accepted (revoked or expired). Sign in again.';
+
+function forgetToken(): void {
+  try {
+    sessionStorage.removeItem(TOKEN_KEY);
+    localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    /* ignore */
+  }
+}
+
 async function verify(baseUrl: string, token: string): Promise<{ client: ApiClient; health: Health }> {
-  const client = new ApiClient({ baseUrl, token });
+  const client = new ApiClient({ baseUrl, token, onUnauthorized: () => useSession.getState().expire() });
   const health = await client.health();
   await client.listConnections(); // 401 for a bad token
   return { client, health };
@@ -53,6 +70,17 @@ export const useSession = create<SessionState>((set, get) => ({
   desktop: false,
   secretsDegraded: false,
   error: null,
+  reachable: true,
+
+  setReachable(reachable) {
+    if (get().reachable !== reachable) set({ reachable });
+  },
+
+  expire() {
+    if (get().phase !== 'ready') return;
+    forgetToken();
+    set({ phase: 'need-token', client: null, error: EXPIRED_MESSAGE });
+  },
 
   async boot() {
     const bridge = desktopBridge();
@@ -98,12 +126,7 @@ export const useSession = create<SessionState>((set, get) => ({
   },
 
   signOut() {
-    try {
-      sessionStorage.removeItem(TOKEN_KEY);
-      localStorage.removeItem(TOKEN_KEY);
-    } catch {
-      /* ignore */
-    }
+    forgetToken();
     set({ phase: 'need-token', client: null, error: null });
   },
 }));

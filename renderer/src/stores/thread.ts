@@ -28,6 +28,8 @@ interface ThreadState {
   loadOlder(client: ApiClient): Promise<void>;
   /** Adds or replaces a message (live event or send result). */
   upsert(m: Message): void;
+  /** Drops a message from the open thread (an optimistic bubble replaced by the stored message). */
+  remove(id: string): void;
   applyAck(id: string, ack: number): void;
   /** One sender's reaction ("" removes it). */
   applyReaction(messageId: string, senderJid: string, emoji: string): void;
@@ -114,13 +116,19 @@ export const useThread = create<ThreadState>((set, get) => ({
   upsert(m) {
     if (m.chatId !== get().chatId) return;
     set((s) => {
-      const i = s.messages.findIndex((x) => x.id === m.id);
-      if (i === -1) return { messages: sortAsc([...s.messages, m]) };
-      const messages = s.messages.slice();
+      // The stored message of an optimistic bubble (it may come over the stream before the API answers).
+      const base = m.fromMe && !m.local ? s.messages.filter((x) => !(x.local?.state === 'pending' && x.text === m.text)) : s.messages;
+      const i = base.findIndex((x) => x.id === m.id);
+      if (i === -1) return { messages: sortAsc([...base, m]) };
+      const messages = base.slice();
       const prev = messages[i]!;
       messages[i] = { ...prev, ...m, reactions: m.reactions ?? prev.reactions, ack: Math.max(prev.ack ?? 0, m.ack ?? 0) || m.ack };
       return { messages };
     });
+  },
+
+  remove(id) {
+    set((s) => ({ messages: s.messages.filter((m) => m.id !== id) }));
   },
 
   applyAck(id, ack) {

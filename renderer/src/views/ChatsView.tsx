@@ -1,12 +1,16 @@
 /** Chats of the selected connection: the list (unread badges, unread-only filter) beside the open thread. */
 import { Badge, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title, UnstyledButton } from '@mantine/core';
 import { IconSearch } from '@tabler/icons-react';
+import { useMediaQuery } from '@mantine/hooks';
 import { useEffect, useMemo, useState } from 'react';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
 import { useClient } from '../stores/session.ts';
 import { Thread } from './Thread.tsx';
+
+/** Below this width the console shows one pane at a time. */
+export const PHONE_QUERY = '(max-width: 600px)';
 
 export function formatTime(ts: number): string {
   const d = new Date(ts * 1000);
@@ -21,6 +25,7 @@ export function ChatsView() {
   const connection = useConnections((s) => s.items.find((c) => c.id === s.selectedId));
   const { items, loading, error, unreadOnly, openChatId, load, setUnreadOnly, open } = useChats();
   const [filter, setFilter] = useState('');
+  const narrow = useMediaQuery(PHONE_QUERY) ?? false;
   const connectionId = connection?.id;
   const online = connection?.status === 'online';
 
@@ -35,9 +40,12 @@ export function ChatsView() {
 
   if (!connection) return <Empty title="No connection selected">Create and link a connection first, then pick it at the top.</Empty>;
 
+  // Phone width: the list and the thread take turns (Back returns to the list).
+  const showList = !narrow || !openChatId;
+  const showThread = !narrow || !!openChatId;
   return (
-    <div style={{ display: 'flex', gap: 'var(--mantine-spacing-md)', height: 'calc(100vh - 56px - 2 * var(--mantine-spacing-md))' }}>
-      <div style={{ width: 'clamp(220px, 30%, 360px)', flexShrink: 0, height: '100%' }}>
+    <div style={{ display: 'flex', gap: 'var(--mantine-spacing-md)', height: 'calc(100dvh - 56px - 2 * var(--mantine-spacing-md))' }}>
+      <div style={{ width: narrow ? '100%' : 'clamp(220px, 30%, 360px)', flexShrink: 0, height: '100%', display: showList ? undefined : 'none' }}>
         <Paper withBorder h="100%" style={{ display: 'flex', flexDirection: 'column' }}>
           <Stack gap="xs" p="sm">
             <Title order={4}>Chats</Title>
@@ -90,10 +98,16 @@ export function ChatsView() {
           </ScrollArea>
         </Paper>
       </div>
-      <div style={{ flex: 1, minWidth: 0, height: '100%' }}>
+      <div style={{ flex: 1, minWidth: 0, height: '100%', display: showThread ? undefined : 'none' }}>
         <Paper withBorder h="100%" style={{ display: 'flex', flexDirection: 'column', overflow: 'hidden' }}>
           {openChatId ? (
-            <Thread connectionId={connection.id} chatId={openChatId} chatName={items.find((c) => c.id === openChatId)?.name ?? openChatId} online={connection.status === 'online'} />
+            <Thread
+              connectionId={connection.id}
+              chatId={openChatId}
+              chatName={items.find((c) => c.id === openChatId)?.name ?? openChatId}
+              online={connection.status === 'online'}
+              {...(narrow && { onBack: () => open(null) })}
+            />
           ) : (
             <Empty title="Pick a chat">Its messages appear here, newest at the bottom.</Empty>
           )}

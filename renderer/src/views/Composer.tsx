@@ -3,11 +3,12 @@
  * attachments (image / video / audio / document by type), location and contact cards; "send without presence"
  * skips the read receipt, typing indicator and delay. While typing it shows "typing…" to the contact.
  */
-import { ActionIcon, Button, Checkbox, CloseButton, FileButton, Group, Menu, Modal, NumberInput, Paper, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
+import { ActionIcon, Button, Checkbox, CloseButton, Group, Menu, Modal, NumberInput, Paper, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { IconAddressBook, IconMapPin, IconPaperclip, IconPlus, IconSend } from '@tabler/icons-react';
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { errorMessage, type SendKind } from '../api/client.ts';
+import type { Message } from '../api/types.ts';
 import { canEdit, useThread } from '../stores/thread.ts';
 import { useChats } from '../stores/chats.ts';
 import { useClient } from '../stores/session.ts';
@@ -22,6 +23,26 @@ export function kindForFile(mimetype: string): SendKind {
   return 'document';
 }
 
+/** A bubble for a text not yet stored: shown at once, replaced by the API's Message. */
+function optimistic(id: string, chatId: string, text: string, quotedMessageId: string | null, local: NonNullable<Message['local']>): Message {
+  return {
+    id,
+    chatId,
+    timestamp: Math.floor(Date.now() / 1000),
+    fromMe: true,
+    senderJid: '',
+    senderPushName: '',
+    type: 'text',
+    text,
+    quotedMessageId,
+    media: null,
+    ack: local.state === 'pending' ? 0 : null,
+    editedAt: null,
+    reactions: [],
+    local,
+  };
+}
+
 function readBase64(file: File): Promise<string> {
   return new Promise((resolve, reject) => {
     const r = new FileReader();
@@ -33,7 +54,7 @@ function readBase64(file: File): Promise<string> {
 
 export function Composer({ connectionId, chatId, disabled }: { connectionId: string; chatId: string; disabled: boolean }) {
   const client = useClient();
-  const { replyTo, editing, setReplyTo, setEditing, upsert, applyEdit } = useThread();
+  const { replyTo, editing, setReplyTo, setEditing, upsert, remove, applyEdit } = useThread();
   const applyMessage = useChats((s) => s.applyMessage);
   const [text, setText] = useState('');
   const [skipPresence, setSkipPresence] = useState(false);
@@ -106,12 +127,23 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
       });
       return;
     }
-    void run('Send', async () => {
-      const m = await client.sendText(connectionId, { chatId, text: body, ...(replyTo && { replyTo: replyTo.id }), ...(skipPresence && { skipPresence: true }) });
-      sent(m);
-      setReplyTo(null);
-      setText('');
-    });
+    // An optimistic bubble at once (pending tick); the stored message replaces it when the API answers, or it
+    // turns into a failed bubble with Retry. The send itself waits for the presence delay on the server.
+    const input = { chatId, text: body, ...(replyTo && { replyTo: replyTo.id }), ...(skipPresence && { skipPresence: true }) };
+    const localId = `local-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    const attempt = () => {
+      upsert(optimistic(localId, chatId, body, replyTo?.id ?? null, { state: 'pending' }));
+      client.sendText(connectionId, input).then(
+        (m) => {
+          remove(localId);
+          sent(m);
+        },
+        (err: unknown) => upsert(optimistic(localId, chatId, body, replyTo?.id ?? null, { state: 'failed', error: errorMessage(err), retry: attempt })),
+      );
+    };
+    attempt();
+    setReplyTo(null);
+    setText('');
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
@@ -125,9 +157,12 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
     }
   };
 
-  const attach = (file: File | null) => {
-    if (!file) return;
-    void run('Upload', async () => {
+  const fileInput = useRef<HTMLInputElement>(null);
+  const [picked, setPicked] = useState<File | null>(null);
+
+  /** Sends the previewed file with `caption` (ignored for audio, which WhatsApp shows without one). */
+  const sendPicked = (file: File, caption: string) =>
+    run('Upload', async () => {
       const base64 = await readBase64(file);
       const kind = kindForFile(file.type || 'application/octet-stream');
       const m = await client.sendMedia(connectionId, kind, {
@@ -135,15 +170,15 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
         base64,
         filename: file.name,
         ...(file.type && { mimetype: file.type }),
-        ...(text.trim() && kind !== 'audio' && { caption: text.trim() }),
+        ...(caption.trim() && kind !== 'audio' && { caption: caption.trim() }),
         ...(replyTo && { replyTo: replyTo.id }),
         ...(skipPresence && { skipPresence: true }),
       });
       sent(m);
+      setPicked(null);
       setText('');
       setReplyTo(null);
     });
-  };
 
   return (
     <Paper p="sm" radius={0} style={{ borderTop: '1px solid var(--mantine-color-default-border)' }} component="form" onSubmit={submit}>
@@ -176,13 +211,9 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
             </ActionIcon>
           </Menu.Target>
           <Menu.Dropdown>
-            <FileButton onChange={attach} accept="*/*">
-              {(props) => (
-                <Menu.Item {...props} leftSection={<IconPaperclip size={14} />} closeMenuOnClick={false}>
-                  File, photo, video or audio…
-                </Menu.Item>
-              )}
-            </FileButton>
+            <Menu.Item leftSection={<IconPaperclip size={14} />} onClick={() => fileInput.current?.click()}>
+              File, photo, video or audio…
+            </Menu.Item>
             <Menu.Item leftSection={<IconMapPin size={14} />} onClick={() => setSheet('location')}>
               Location
             </Menu.Item>
@@ -219,6 +250,24 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
         onChange={(e) => setSkipPresence(e.currentTarget.checked)}
         data-testid="skip-presence"
       />
+      <input
+        ref={fileInput}
+        type="file"
+        hidden
+        aria-label="Choose a file to send"
+        onChange={(e) => {
+          const file = e.currentTarget.files?.[0] ?? null;
+          e.currentTarget.value = '';
+          if (file) setPicked(file);
+        }}
+      />
+      <AttachmentPreview
+        file={picked}
+        initialCaption={text}
+        busy={busy}
+        onClose={() => setPicked(null)}
+        onSend={(caption) => picked && void sendPicked(picked, caption)}
+      />
       <LocationSheet
         opened={sheet === 'location'}
         onClose={() => setSheet(null)}
@@ -241,6 +290,65 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
       />
     </Paper>
   );
+}
+
+/** The picked file before it is sent: an image or video preview (or its name and size), and a caption. */
+function AttachmentPreview({
+  file,
+  initialCaption,
+  busy,
+  onClose,
+  onSend,
+}: {
+  file: File | null;
+  initialCaption: string;
+  busy: boolean;
+  onClose: () => void;
+  onSend: (caption: string) => void;
+}) {
+  const [caption, setCaption] = useState('');
+  const [url, setUrl] = useState<string | null>(null);
+  useEffect(() => {
+    if (!file) return;
+    setCaption(initialCaption);
+    const objectUrl = URL.createObjectURL(file);
+    setUrl(objectUrl);
+    return () => URL.revokeObjectURL(objectUrl);
+    // The caption starts from the composer's text, once per picked file.
+  }, [file]);
+  const kind = file ? kindForFile(file.type || 'application/octet-stream') : 'document';
+  return (
+    <Modal opened={!!file} onClose={onClose} title="Send a file" centered data-testid="attachment-preview">
+      {file && (
+        <Stack>
+          {kind === 'image' && url && <img src={url} alt={`Preview of ${file.name}`} style={{ maxWidth: '100%', maxHeight: 320, objectFit: 'contain' }} />}
+          {kind === 'video' && url && <video src={url} controls style={{ maxWidth: '100%', maxHeight: 320 }} />}
+          {kind === 'audio' && url && <audio src={url} controls />}
+          <Text size="sm">
+            {file.name} · {formatBytes(file.size)}
+          </Text>
+          {kind !== 'audio' && (
+            <TextInput label="Caption" value={caption} onChange={(e) => setCaption(e.currentTarget.value)} data-testid="attachment-caption" />
+          )}
+          <Group justify="flex-end">
+            <Button variant="default" onClick={onClose}>
+              Cancel
+            </Button>
+            <Button loading={busy} onClick={() => onSend(caption)} data-testid="attachment-send">
+              Send
+            </Button>
+          </Group>
+        </Stack>
+      )}
+    </Modal>
+  );
+}
+
+/** `1.2 MB`-style size for people. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
 function LocationSheet({ opened, onClose, onSend }: { opened: boolean; onClose: () => void; onSend: (v: { latitude: number; longitude: number; name?: string }) => Promise<void> }) {

@@ -1,7 +1,15 @@
 /** One message: quote, media, text, time + ticks, reactions, and its actions (reply, react, edit). */
-import { ActionIcon, Badge, Group, Menu, Text } from '@mantine/core';
+import { ActionIcon, Anchor, Badge, Group, Menu, Text } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
-import { IconArrowBackUp, IconChecks, IconCheck, IconClock, IconDots, IconMoodSmile, IconPencil } from '@tabler/icons-react';
+import {
+  IconArrowBackUp,
+  IconChecks,
+  IconCheck,
+  IconClock,
+  IconDots,
+  IconMoodSmile,
+  IconPencil,
+} from '@tabler/icons-react';
 import { memo } from 'react';
 import { errorMessage } from '../api/client.ts';
 import type { Message } from '../api/types.ts';
@@ -15,22 +23,74 @@ function Ticks({ ack }: { ack: number | null }) {
   if (ack === null) return null;
   if (ack <= 1) return <IconClock size={12} aria-label="pending" />;
   if (ack === 2) return <IconCheck size={12} aria-label="sent" />;
-  return <IconChecks size={12} aria-label={ack >= 4 ? 'read' : 'delivered'} color={ack >= 4 ? 'var(--mantine-color-blue-6)' : undefined} />;
+  return (
+    <IconChecks
+      size={12}
+      aria-label={ack >= 4 ? 'read' : 'delivered'}
+      color={ack >= 4 ? 'var(--mantine-color-blue-6)' : undefined}
+    />
+  );
+}
+
+const URL_RE = /\bhttps?:\/\/[^\s<>"']+[^\s<>"'.,;:!?)\]]/g;
+
+/** `text` with its http(s) links as anchors (opened outside the console, without a referrer). */
+export function Linkified({ text }: { text: string }) {
+  const parts: Array<string | { url: string }> = [];
+  let last = 0;
+  for (const match of text.matchAll(URL_RE)) {
+    if (match.index > last) parts.push(text.slice(last, match.index));
+    parts.push({ url: match[0] });
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) parts.push(text.slice(last));
+  return (
+    <>
+      {parts.map((p, i) =>
+        typeof p === 'string' ? (
+          p
+        ) : (
+          <Anchor key={i} href={p.url} target="_blank" rel="noopener noreferrer" data-testid="message-link">
+            {p.url}
+          </Anchor>
+        ),
+      )}
+    </>
+  );
 }
 
 function MessageBody({ m }: { m: Message }) {
   if (m.type === 'location') return <Text size="sm">📍 {m.text || 'Location'}</Text>;
   if (m.type === 'contact') return <Text size="sm">👤 {m.text || 'Contact card'}</Text>;
-  return m.text ? <Text size="sm">{m.text}</Text> : null;
+  return m.text ? (
+    <Text size="sm" style={{ whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }}>
+      <Linkified text={m.text} />
+    </Text>
+  ) : null;
 }
 
-export const MessageBubble = memo(function MessageBubble({ message: m, quoted, connectionId }: { message: Message; quoted: Message | undefined; connectionId: string }) {
+/** Who sent `m`, as the thread names them. */
+export function senderName(m: Message): string {
+  return m.fromMe ? 'You' : m.senderPushName || m.senderJid.split('@')[0] || m.senderJid;
+}
+
+export const MessageBubble = memo(function MessageBubble({
+  message: m,
+  quoted,
+  connectionId,
+}: {
+  message: Message;
+  quoted: Message | undefined;
+  connectionId: string;
+}) {
   const client = useClient();
   const setReplyTo = useThread((s) => s.setReplyTo);
   const setEditing = useThread((s) => s.setEditing);
   const upsert = useThread((s) => s.upsert);
   const editable = canEdit(m);
   const reactions = groupReactions(m);
+  const time = new Date(m.timestamp * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const who = senderName(m);
 
   const react = async (emoji: string) => {
     try {
@@ -42,7 +102,14 @@ export const MessageBubble = memo(function MessageBubble({ message: m, quoted, c
   };
 
   return (
-    <div className={`bubble ${m.fromMe ? 'bubble-out' : 'bubble-in'}`} data-testid="message" data-message-id={m.id} data-from-me={m.fromMe}>
+    <div
+      className={`bubble ${m.fromMe ? 'bubble-out' : 'bubble-in'}`}
+      data-testid="message"
+      data-message-id={m.id}
+      data-from-me={m.fromMe}
+      role="article"
+      aria-label={`${who} at ${time}`}
+    >
       {!m.fromMe && m.chatId.endsWith('@g.us') && (
         <Text size="xs" fw={600} c="teal">
           {m.senderPushName || m.senderJid}
@@ -75,39 +142,72 @@ export const MessageBubble = memo(function MessageBubble({ message: m, quoted, c
           </Text>
         )}
         <Text size="xs" c="dimmed">
-          {new Date(m.timestamp * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}
+          {time}
         </Text>
-        {m.fromMe && <Ticks ack={m.ack} />}
-        <Menu position={m.fromMe ? 'bottom-end' : 'bottom-start'} withinPortal>
-          <Menu.Target>
-            <ActionIcon size="xs" variant="subtle" color="gray" aria-label="Message actions" data-testid="message-actions">
-              <IconDots size={12} />
-            </ActionIcon>
-          </Menu.Target>
-          <Menu.Dropdown>
-            <Menu.Item leftSection={<IconArrowBackUp size={14} />} onClick={() => setReplyTo(m)}>
-              Reply
-            </Menu.Item>
-            {editable && (
-              <Menu.Item leftSection={<IconPencil size={14} />} onClick={() => setEditing(m)} data-testid="edit-message">
-                Edit
+        {m.fromMe && !m.local && <Ticks ack={m.ack} />}
+        {m.local?.state === 'pending' && <IconClock size={12} aria-label="sending" data-testid="pending-tick" />}
+        {!m.local && (
+          <Menu position={m.fromMe ? 'bottom-end' : 'bottom-start'} withinPortal>
+            <Menu.Target>
+              <ActionIcon
+                size="xs"
+                variant="subtle"
+                color="gray"
+                aria-label={`Actions for the message from ${who} at ${time}`}
+                data-testid="message-actions"
+              >
+                <IconDots size={12} />
+              </ActionIcon>
+            </Menu.Target>
+            <Menu.Dropdown>
+              <Menu.Item leftSection={<IconArrowBackUp size={14} />} onClick={() => setReplyTo(m)}>
+                Reply
               </Menu.Item>
-            )}
-            <Menu.Label>
-              <Group gap={4}>
-                <IconMoodSmile size={12} /> React
-              </Group>
-            </Menu.Label>
-            <Group gap={2} px="xs" pb={4}>
-              {QUICK_REACTIONS.map((e) => (
-                <Menu.Item key={e} w="auto" px={6} py={2} onClick={() => void react(e)} aria-label={`React ${e}`} data-testid="react-option">
-                  {e}
+              {editable && (
+                <Menu.Item
+                  leftSection={<IconPencil size={14} />}
+                  onClick={() => setEditing(m)}
+                  data-testid="edit-message"
+                >
+                  Edit
                 </Menu.Item>
-              ))}
-            </Group>
-          </Menu.Dropdown>
-        </Menu>
+              )}
+              <Menu.Label>
+                <Group gap={4}>
+                  <IconMoodSmile size={12} /> React
+                </Group>
+              </Menu.Label>
+              <Group gap={2} px="xs" pb={4}>
+                {QUICK_REACTIONS.map((e) => (
+                  <Menu.Item
+                    key={e}
+                    w="auto"
+                    px={6}
+                    py={2}
+                    onClick={() => void react(e)}
+                    aria-label={`React ${e}`}
+                    data-testid="react-option"
+                  >
+                    {e}
+                  </Menu.Item>
+                ))}
+              </Group>
+            </Menu.Dropdown>
+          </Menu>
+        )}
       </Group>
+      {m.local?.state === 'failed' && (
+        <Group gap={6} justify="flex-end" mt={2} data-testid="send-failed">
+          <Text size="xs" c="red">
+            Not sent: {m.local.error}
+          </Text>
+          {m.local.retry && (
+            <Anchor component="button" size="xs" onClick={m.local.retry} data-testid="retry-send">
+              Retry
+            </Anchor>
+          )}
+        </Group>
+      )}
       {reactions.length > 0 && (
         <Group gap={4} mt={2}>
           {reactions.map(([e, n]) => (

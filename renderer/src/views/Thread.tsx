@@ -2,8 +2,9 @@
  * One chat: messages oldest → newest, older pages loaded when scrolled to the top (scroll position kept), a
  * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
-import { Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
-import { useEffect, useLayoutEffect, useRef } from 'react';
+import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
+import { IconArrowLeft } from '@tabler/icons-react';
+import { Fragment, useEffect, useLayoutEffect, useRef } from 'react';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
@@ -28,12 +29,45 @@ export function HistoryMarker({ at }: { at: number | null }) {
   );
 }
 
+/** Local calendar day of a Unix-seconds timestamp, as a comparable key. */
+export function dayKey(ts: number): string {
+  return new Date(ts * 1000).toDateString();
+}
+
+/** "Today", "Yesterday", or the date, between messages of different days. */
+export function DateSeparator({ ts }: { ts: number }) {
+  const d = new Date(ts * 1000);
+  const now = new Date();
+  const yesterday = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+  const label =
+    d.toDateString() === now.toDateString()
+      ? 'Today'
+      : d.toDateString() === yesterday.toDateString()
+        ? 'Yesterday'
+        : d.toLocaleDateString([], { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === now.getFullYear() ? undefined : 'numeric' });
+  return <Divider my={4} label={label} labelPosition="center" data-testid="date-separator" role="separator" aria-label={label} />;
+}
+
 export function MessageList({ connectionId }: { connectionId: string }) {
   const client = useClient();
   const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder } = useThread();
   const scroller = useRef<HTMLDivElement>(null);
   const anchor = useRef<{ height: number; top: number; firstId: string | undefined } | null>(null);
   const lastId = useRef<string | undefined>(undefined);
+  const content = useRef<HTMLDivElement>(null);
+  /** Whether the operator is at the bottom (then growing content, e.g. an image that loads, keeps it there). */
+  const atBottom = useRef(true);
+
+  useEffect(() => {
+    const el = scroller.current;
+    const inner = content.current;
+    if (!el || !inner || typeof ResizeObserver === 'undefined') return;
+    const observer = new ResizeObserver(() => {
+      if (atBottom.current && !anchor.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(inner);
+    return () => observer.disconnect();
+  }, []);
 
   const requestOlder = () => {
     const el = scroller.current;
@@ -52,7 +86,10 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       anchor.current = null;
     } else if (messages.at(-1)?.id !== lastId.current) {
       const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 200;
-      if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) el.scrollTop = el.scrollHeight;
+      if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) {
+        el.scrollTop = el.scrollHeight;
+        atBottom.current = true;
+      }
     }
     lastId.current = messages.at(-1)?.id;
   }, [messages]);
@@ -71,7 +108,9 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       ref={scroller}
       data-testid="thread-scroll"
       onScroll={(e) => {
-        if (e.currentTarget.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+        const el = e.currentTarget;
+        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
       }}
       role="log"
       aria-live="polite"
@@ -91,16 +130,32 @@ export function MessageList({ connectionId }: { connectionId: string }) {
           )}
         </Center>
       )}
-      <Stack gap={6}>
-        {messages.map((m) => (
-          <MessageBubble key={m.id} message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+      <Stack gap={6} ref={content}>
+        {messages.map((m, i) => (
+          <Fragment key={m.id}>
+            {(i === 0 ? reachedStart : dayKey(messages[i - 1]!.timestamp) !== dayKey(m.timestamp)) && <DateSeparator ts={m.timestamp} />}
+            <MessageBubble message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+          </Fragment>
         ))}
       </Stack>
     </div>
   );
 }
 
-export function Thread({ connectionId, chatId, chatName, online }: { connectionId: string; chatId: string; chatName: string; online: boolean }) {
+export function Thread({
+  connectionId,
+  chatId,
+  chatName,
+  online,
+  onBack,
+}: {
+  connectionId: string;
+  chatId: string;
+  chatName: string;
+  online: boolean;
+  /** Shown as a Back button (phone width, where the list and the thread take turns). */
+  onBack?: () => void;
+}) {
   const client = useClient();
   const openChat = useThread((s) => s.openChat);
   const close = useThread((s) => s.close);
@@ -114,12 +169,17 @@ export function Thread({ connectionId, chatId, chatName, online }: { connectionI
 
   return (
     <>
-      <Group px="md" py="xs" justify="space-between" style={{ borderBottom: '1px solid var(--mantine-color-default-border)' }}>
-        <Stack gap={0}>
-          <Text fw={600} data-testid="thread-title">
+      <Group px="md" py="xs" justify="space-between" wrap="nowrap" style={{ borderBottom: '1px solid var(--mantine-color-default-border)' }}>
+        {onBack && (
+          <ActionIcon variant="subtle" onClick={onBack} aria-label="Back to chats" data-testid="thread-back">
+            <IconArrowLeft size={18} />
+          </ActionIcon>
+        )}
+        <Stack gap={0} style={{ flex: 1, minWidth: 0 }}>
+          <Text fw={600} data-testid="thread-title" truncate>
             {chatName}
           </Text>
-          <Text size="xs" c="dimmed" className="mono">
+          <Text size="xs" c="dimmed" className="mono" truncate>
             {chatId}
           </Text>
         </Stack>

@@ -1,14 +1,20 @@
-/** Browser sign-in: paste an API token (`switchboard token create --user NAME`); it is checked before use. */
+/**
+ * Browser sign-in: paste an API token; it is checked before use. The hint names the exact command for the mode
+ * the service runs in (`--sandbox` selects the sandbox's data dir, so a token made without it is not known there).
+ */
 import { Alert, Button, Center, Checkbox, Code, Paper, PasswordInput, Stack, Text, Title } from '@mantine/core';
 import { IconKey } from '@tabler/icons-react';
 import { useState, type FormEvent } from 'react';
 import { SandboxBadge } from '../components/SandboxBadge.tsx';
-import { useSession } from '../stores/session.ts';
+import { EXPIRED_MESSAGE, useSession } from '../stores/session.ts';
 
 export function TokenGate() {
   const signIn = useSession((s) => s.signIn);
   const error = useSession((s) => s.error);
   const desktop = useSession((s) => s.desktop);
+  const sandbox = useSession((s) => s.health?.sandbox === true);
+  const command = `token create --user NAME${sandbox ? ' --sandbox' : ''}`;
+  const expired = error === EXPIRED_MESSAGE;
   const [token, setToken] = useState('');
   const [remember, setRemember] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -30,16 +36,21 @@ export function TokenGate() {
           </Title>
           <Text size="sm" c="dimmed">
             Enter an API token to open the operator console. Create one with{' '}
-            <Code>switchboard token create --user NAME</Code>.
+            <Code data-testid="token-command">switchboard {command}</Code> (from a checkout:{' '}
+            <Code>npm run cli -- {command}</Code>).
           </Text>
-          {desktop && error && <Alert color="red">{error}</Alert>}
+          {(desktop || expired) && error && (
+            <Alert color="red" data-testid="sign-in-reason">
+              {error}
+            </Alert>
+          )}
           <PasswordInput
             label="API token"
             placeholder="wh_…"
             leftSection={<IconKey size={16} />}
             value={token}
             onChange={(e) => setToken(e.currentTarget.value)}
-            error={!desktop ? error : undefined}
+            error={!desktop && !expired ? error : undefined}
             autoFocus
             data-testid="token-input"
           />

@@ -1,0 +1,182 @@
+/**
+ * The console as an operator's daily tool (issue 19), in Debian Chromium against `switchboard serve --sandbox`
+ * as a child process: the sign-in hint names the command for the running mode; at phone width (390×844) the chat
+ * list and the thread take turns and the connection picker stays reachable; when the service stops, a banner
+ * says so within 5 s and statuses read "unknown", and after a restart on the same port everything recovers by
+ * itself; a revoked console token returns to sign-in with the reason. Screenshots go to test-results/screenshots/.
+ * Skipped, with the reason printed, when no Chromium is installed.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+if (!haveChromium) console.log(`[console operator e2e] skipped: no Chromium at ${CHROMIUM}`);
+
+const PHONE = '+15550100';
+const ALICE = '+15550101';
+const ALICE_JID = '15550101@s.whatsapp.net';
+const SHOTS = path.resolve('test-results/screenshots');
+
+describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint', { timeout: 120_000 }, () => {
+  let dataDir: string;
+  let userDataDir: string;
+  let service: ServiceProcess;
+  let port: string;
+  let token: string;
+  let tokenId: string;
+  let context: BrowserContext;
+  let page: Page;
+  let connectionId: string;
+
+  const serve = () => startServe(['--sandbox', '--port', port, '--data-dir', dataDir, '--typing-delay-ms', '0']);
+  const api = async (method: string, route: string, body?: unknown) => {
+    const res = await fetch(`${service.apiUrl}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const sandbox = async (route: string, body: unknown) =>
+    (await fetch(`${service.sandboxUrl}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+
+  beforeAll(async () => {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-console-op-'));
+    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-chromium-op-'));
+    port = '0';
+    service = await serve();
+    port = new URL(service.apiUrl).port;
+    const created = await runCli(['token', 'create', '--user', 'operator', '--name', 'console', '--data-dir', dataDir]);
+    expect(created.code).toBe(0);
+    token = created.stdout.trim();
+    tokenId = ((await api('GET', '/tokens')).body as unknown as Array<{ id: string }>)[0]!.id;
+
+    // A paired connection with one chat, through the API and the sandbox admin API.
+    const conn = await api('POST', '/connections', { name: 'ops' });
+    connectionId = conn.body.id as string;
+    const qr = await waitFor('a QR code', async () => {
+      const res = await api('GET', `/connections/${connectionId}/qr?format=text`);
+      return res.status === 200 ? (res.body.value as string) : undefined;
+    });
+    expect(await sandbox(`/accounts/${encodeURIComponent(PHONE)}/scan`, { qr })).toBe(200);
+    await waitFor('online', async () => ((await api('GET', `/connections/${connectionId}`)).body.status === 'online' ? true : undefined), {
+      timeoutMs: 30_000,
+    });
+    expect(await sandbox(`/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'Hello from Alice' })).toBe(201);
+
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      viewport: { width: 390, height: 844 },
+      colorScheme: 'light',
+      reducedMotion: 'reduce',
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await service?.stop('SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  it('names the exact token command of the running mode on the sign-in page', async () => {
+    await page.goto(`${new URL(service.apiUrl).origin}/`);
+    await expect(page.getByTestId('token-command').textContent()).resolves.toBe('switchboard token create --user NAME --sandbox');
+    await page.getByTestId('token-input').fill(token);
+    await page.getByRole('button', { name: 'Open console' }).click();
+    await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
+  });
+
+  it('at phone width shows one pane at a time, with the connection picker reachable', async () => {
+    await expect(page.getByTestId('connection-picker').isVisible()).resolves.toBe(true);
+    await page.getByRole('button', { name: 'Toggle navigation' }).click();
+    await page.getByTestId('nav-chats').click();
+    const alice = page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`);
+    await alice.waitFor();
+    await shot('phone-chat-list');
+    const listBox = await alice.boundingBox();
+    expect(listBox!.width).toBeGreaterThan(300); // the list takes the width, not a squeezed column
+    await alice.click();
+    await page.getByTestId('thread-scroll').getByText('Hello from Alice').waitFor();
+    await expect(alice.isVisible()).resolves.toBe(false);
+    const thread = await page.getByTestId('thread-scroll').boundingBox();
+    expect(thread!.width).toBeGreaterThan(300);
+    await shot('phone-thread');
+    await page.getByTestId('thread-back').click();
+    await alice.waitFor();
+  });
+
+  it('thread: date separators, clickable links, an optimistic bubble at once, a failed send with Retry', async () => {
+    expect(await sandbox(`/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'Notes: https://example.test/notes?id=7.' })).toBe(201);
+    await page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`).click();
+    const link = page.getByTestId('message-link').last();
+    await link.waitFor();
+    await expect(link.getAttribute('href')).resolves.toBe('https://example.test/notes?id=7');
+    await expect(link.getAttribute('rel')).resolves.toBe('noopener noreferrer');
+    // The seeded history is from an earlier day than the new messages: at least one separator, today's last.
+    await expect(page.getByTestId('date-separator').last().textContent()).resolves.toBe('Today');
+
+    // The send request is held (then refused once): the bubble is there before any answer.
+    let attempts = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route('**/api/connections/*/send', async (route) => {
+      attempts++;
+      if (attempts === 1) return route.abort('connectionrefused');
+      await held;
+      await route.continue();
+    });
+    await page.getByTestId('composer-input').fill('Optimistic hello');
+    await page.getByTestId('composer-input').press('Enter');
+    const failed = page.locator('[data-testid="message"]', { hasText: 'Optimistic hello' });
+    await failed.getByTestId('send-failed').waitFor();
+    await failed.getByTestId('retry-send').click();
+    await failed.getByTestId('pending-tick').waitFor();
+    await expect(page.getByTestId('composer-input').inputValue()).resolves.toBe('');
+    release();
+    await failed.locator('[data-testid="pending-tick"]').waitFor({ state: 'detached', timeout: 20_000 });
+    await expect(page.locator('[data-testid="message"]', { hasText: 'Optimistic hello' }).count()).resolves.toBe(1);
+    await page.unroute('**/api/connections/*/send');
+    expect(attempts).toBe(2);
+    await page.getByTestId('thread-back').click();
+  });
+
+  it('says plainly when the service is down, and recovers by itself when it is back', async () => {
+    await page.getByRole('button', { name: 'Toggle navigation' }).click();
+    await page.getByTestId('nav-connections').click();
+    await page.locator('[data-testid="status-badge"][data-status="online"]').first().waitFor();
+    await service.stop('SIGKILL');
+    const stoppedAt = Date.now();
+    await page.getByTestId('service-unreachable').waitFor({ timeout: 5_000 });
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    await page.locator('[data-testid="status-badge"][data-status="unknown"]').first().waitFor();
+    await shot('phone-service-down');
+    service = await serve();
+    await page.getByTestId('service-unreachable').waitFor({ state: 'detached', timeout: 20_000 });
+    await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor({ timeout: 20_000 });
+    await page.locator('[data-testid="status-badge"][data-status="online"]').first().waitFor({ timeout: 30_000 });
+  });
+
+  it('returns to sign-in with the reason when its token is revoked', async () => {
+    const other = await runCli(['token', 'create', '--user', 'operator', '--name', 'admin', '--data-dir', dataDir]);
+    const revoke = await fetch(`${service.apiUrl}/tokens/${tokenId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${other.stdout.trim()}` },
+    });
+    expect(revoke.status).toBe(200);
+    await page.getByTestId('sign-in-reason').waitFor({ timeout: 10_000 });
+    await expect(page.getByTestId('sign-in-reason').textContent()).resolves.toContain('no longer accepted');
+    await expect(page.getByTestId('token-input').isVisible()).resolves.toBe(true);
+  });
+});
