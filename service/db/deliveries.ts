@@ -162,9 +162,14 @@ export function deliveriesRepo(db: Db) {
       `DELETE FROM webhook_deliveries WHERE created_at < ? AND status IN ('delivered', 'failed', 'skipped')`,
     ),
     countOpen: db.prepare(`SELECT count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`),
+    dueNow: db.prepare(`UPDATE webhook_deliveries SET next_attempt_at = @now WHERE id = @id AND status = 'pending'`),
   };
 
   return {
+    /** Makes a pending delivery (waiting for its next attempt) due now; false when it is not pending. */
+    dueNow(id: string, now = Date.now()): boolean {
+      return q.dueNow.run({ id, now }).changes === 1;
+    },
     /** Inserts an outbox row; call inside the transaction of its event. A `delivering` row counts its attempt. */
     insert(d: NewDelivery, now = nowIso()): void {
       const claimed = d.status === 'delivering';

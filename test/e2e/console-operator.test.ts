@@ -7,6 +7,8 @@
  * Skipped, with the reason printed, when no Chromium is installed.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -34,7 +36,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
   let page: Page;
   let connectionId: string;
 
-  const serve = () => startServe(['--sandbox', '--port', port, '--data-dir', dataDir, '--typing-delay-ms', '0']);
+  const serve = () => startServe(['--sandbox', '--port', port, '--data-dir', dataDir, '--typing-delay-ms', '0', '--allow-lan-webhooks']);
   const api = async (method: string, route: string, body?: unknown) => {
     const res = await fetch(`${service.apiUrl}${route}`, {
       method,
@@ -166,6 +168,28 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.getByTestId('service-unreachable').waitFor({ state: 'detached', timeout: 20_000 });
     await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor({ timeout: 20_000 });
     await page.locator('[data-testid="status-badge"][data-status="online"]').first().waitFor({ timeout: 30_000 });
+  });
+
+  it('shows a webhook disabled by 410 Gone as such, with the reason, and re-enables it', async () => {
+    const gone = http.createServer((_req, res) => res.writeHead(410).end());
+    await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(gone.address() as AddressInfo).port}/hook`;
+      const hook = await api('POST', `/connections/${connectionId}/webhooks`, { url, events: ['*'] });
+      expect(hook.status).toBe(201);
+      expect((await api('POST', `/webhooks/${hook.body.id as string}/test`)).status).toBe(200);
+      await waitFor('disabled by 410', async () => ((await api('GET', `/connections/${connectionId}/webhooks`)).body as unknown as Array<{ active: boolean }>)[0]?.active === false ? true : undefined);
+      await page.getByRole('button', { name: 'Toggle navigation' }).click();
+      await page.getByTestId('nav-webhooks').click();
+      const state = page.getByTestId('webhook-state');
+      await page.locator('[data-testid="webhook-state"][data-state="disabled"]').waitFor();
+      await shot('phone-webhook-disabled');
+      await page.getByTestId('webhook-reenable').click();
+      await page.locator('[data-testid="webhook-state"][data-state="active"]').waitFor();
+      await expect(state.count()).resolves.toBe(1);
+    } finally {
+      gone.close();
+    }
   });
 
   it('returns to sign-in with the reason when its token is revoked', async () => {

@@ -299,6 +299,10 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     await page.getByTestId('slots-apply').click();
     await page.getByTestId('slots-result').waitFor();
     await expect(page.getByTestId('slots-result').textContent()).resolves.toMatch(/3 slots/);
+    // The local provider: slots set here, no talk of charges, no payment buttons that could only fail.
+    await expect(page.getByTestId('slots-explainer').textContent()).resolves.toContain('set locally');
+    await expect(page.getByTestId('slots-result').textContent()).resolves.not.toMatch(/Charged|Credited/);
+    await expect(page.getByTestId('payment-actions').count()).resolves.toBe(0);
     await shot('10-billing');
   });
 

@@ -264,6 +264,24 @@ describe('webhooks (in-process API + dispatcher)', () => {
     await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
   });
 
+  it('retries a pending delivery now when asked, instead of at its next attempt', async () => {
+    consumer.behave('/wait', (n) => (n === 1 ? { status: 429, headers: { 'retry-after': '60' } } : { status: 200 }));
+    const hook = await createHook('/wait', ['message']);
+    emit('message', { body: 'waiting' });
+    const pending = await waitFor('a pending retry', async () => {
+      const d = (await logs(hook.id))[0];
+      return d?.status === 'pending' && d.lastStatusCode === 429 ? d : undefined;
+    });
+    const now = await api.request<Log>('POST', `/webhooks/${hook.id}/deliveries/${pending.id}/retry`, { token: alice.token });
+    expect(now.status).toBe(200);
+    expect(now.body).toMatchObject({ id: pending.id, status: 'pending' });
+    await waitFor('delivered long before Retry-After', async () => ((await logs(hook.id))[0]?.status === 'delivered' ? true : undefined), {
+      timeoutMs: 5_000,
+    });
+    expect(consumer.on('/wait')).toHaveLength(2);
+    await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
+  });
+
   it('keeps a slow consumer from delaying another webhook', async () => {
     consumer.behave('/slow', () => ({ status: 200, delayMs: 3_000 }));
     const slow = await createHook('/slow', ['message']);

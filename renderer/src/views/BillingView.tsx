@@ -49,6 +49,8 @@ export function BillingView() {
   const [busy, setBusy] = useState(false);
 
   const figures = status.data ? slotFigures(status.data, connections) : null;
+  // The local provider sets slots here, without payments: no charges, no payment pages.
+  const local = status.data?.provider === 'local';
 
   const change = async () => {
     if (typeof quantity !== 'number') return;
@@ -95,8 +97,10 @@ export function BillingView() {
           <Paper withBorder p="md">
             <Stack>
               <Text fw={600}>Change the number of slots</Text>
-              <Text size="sm" c="dimmed">
-                Charged or credited at once, prorated for the rest of the period.
+              <Text size="sm" c="dimmed" data-testid="slots-explainer">
+                {local
+                  ? 'Slots are set locally on this machine (local billing provider): no payment is involved.'
+                  : 'Charged or credited at once, prorated for the rest of the period.'}
               </Text>
               <Group align="flex-end">
                 <NumberInput label="Slots" min={0} max={100} value={quantity} onChange={setQuantity} placeholder={String(figures.slots)} w={140} data-testid="slots-input" />
@@ -113,21 +117,25 @@ export function BillingView() {
                 <Alert color={result.status === 'unchanged' ? 'gray' : 'green'} data-testid="slots-result">
                   {result.status === 'unchanged'
                     ? `Unchanged: ${result.slots} slots.`
-                    : `${result.status === 'upgraded' ? 'Upgraded' : 'Downgraded'} to ${result.slots} slots. ${
-                        result.proratedAmount >= 0 ? 'Charged now' : 'Credited now'
-                      }: ${formatAmount(Math.abs(result.proratedAmount), result.currency)}.`}
+                    : local
+                      ? `Set to ${result.slots} slots.`
+                      : `${result.status === 'upgraded' ? 'Upgraded' : 'Downgraded'} to ${result.slots} slots. ${
+                          result.proratedAmount >= 0 ? 'Charged now' : 'Credited now'
+                        }: ${formatAmount(Math.abs(result.proratedAmount), result.currency)}.`}
                 </Alert>
               )}
             </Stack>
           </Paper>
-          <Group>
-            <Button variant="default" onClick={external(client.checkout)}>
-              Add a payment method
-            </Button>
-            <Button variant="default" onClick={external(client.portal)}>
-              Open billing portal
-            </Button>
-          </Group>
+          {!local && (
+            <Group data-testid="payment-actions">
+              <Button variant="default" onClick={external(client.checkout)}>
+                Add a payment method
+              </Button>
+              <Button variant="default" onClick={external(client.portal)}>
+                Open billing portal
+              </Button>
+            </Group>
+          )}
         </>
       )}
     </Stack>

@@ -26,6 +26,52 @@ export function CopyValue({ value, label }: { value: string; label: string }) {
   );
 }
 
+/** What a webhook's state is, told apart: delivering, paused by the operator, or disabled by the service (410). */
+export function webhookState(w: Webhook): 'active' | 'paused' | 'disabled' {
+  if (w.active) return 'active';
+  return w.disabledReason ? 'disabled' : 'paused';
+}
+
+function WebhookState({ webhook: w, onToggle }: { webhook: Webhook; onToggle: () => void }) {
+  const state = webhookState(w);
+  return (
+    <Group gap="xs" wrap="nowrap" data-testid="webhook-state" data-state={state}>
+      {state === 'disabled' ? (
+        <>
+          <Tooltip label={w.disabledReason}>
+            <Badge color="red" variant="light">
+              Disabled
+            </Badge>
+          </Tooltip>
+          <Button size="compact-xs" variant="light" onClick={onToggle} data-testid="webhook-reenable">
+            Re-enable
+          </Button>
+        </>
+      ) : (
+        <>
+          <Switch checked={w.active} onChange={onToggle} aria-label={w.active ? 'Pause deliveries' : 'Resume deliveries'} />
+          <Badge color={state === 'active' ? 'green' : 'gray'} variant="light">
+            {state === 'active' ? 'Active' : 'Paused'}
+          </Badge>
+        </>
+      )}
+    </Group>
+  );
+}
+
+/** Colours of delivery states: each its own. */
+export const DELIVERY_COLORS: Record<string, string> = {
+  delivered: 'green',
+  failed: 'red',
+  pending: 'yellow',
+  delivering: 'blue',
+  paused: 'grape',
+  skipped: 'gray',
+};
+
+/** Every documented event, plus `*` (all, including event types added later). */
+export const EVENT_CHOICES = [{ value: '*', label: '* (every event, also future ones)' }, ...EVENT_TYPES.map((e) => ({ value: e, label: e }))];
+
 export function WebhooksView() {
   const client = useClient();
   const connection = useConnections((s) => s.items.find((c) => c.id === s.selectedId));
@@ -60,7 +106,7 @@ export function WebhooksView() {
                 <Table.Th>URL</Table.Th>
                 <Table.Th>Events</Table.Th>
                 <Table.Th>Secret</Table.Th>
-                <Table.Th>Active</Table.Th>
+                <Table.Th>State</Table.Th>
                 <Table.Th aria-label="Actions" />
               </Table.Tr>
             </Table.Thead>
@@ -84,7 +130,7 @@ export function WebhooksView() {
                     </Group>
                   </Table.Td>
                   <Table.Td>
-                    <Switch checked={w.active} onChange={() => void toggle(w)} aria-label={w.active ? 'Pause deliveries' : 'Resume deliveries'} />
+                    <WebhookState webhook={w} onToggle={() => void toggle(w)} />
                   </Table.Td>
                   <Table.Td>
                     <Group gap={4} justify="flex-end" wrap="nowrap">
@@ -197,7 +243,14 @@ function WebhookForm({ connectionId, webhook, onClose, onSaved }: { connectionId
       ) : (
         <Stack>
           <TextInput label="URL" placeholder="https://example.com/hooks/whatsapp" value={url} onChange={(e) => setUrl(e.currentTarget.value)} data-testid="webhook-url" />
-          <MultiSelect label="Events" data={[...EVENT_TYPES]} value={events} onChange={setEvents} searchable data-testid="webhook-events" />
+          <MultiSelect
+            label="Events"
+            data={EVENT_CHOICES}
+            value={events}
+            onChange={(v) => setEvents(v.includes('*') && !events.includes('*') ? ['*'] : v.length > 1 ? v.filter((e) => e !== '*') : v)}
+            searchable
+            data-testid="webhook-events"
+          />
           {error && <Text c="red" size="sm" role="alert">{error}</Text>}
           <Group justify="flex-end">
             <Button variant="default" onClick={onClose}>
@@ -239,7 +292,7 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
         <Paper key={d.id} withBorder p="xs" data-testid="delivery-row" data-status={d.status}>
           <Group justify="space-between" wrap="nowrap">
             <Group gap="xs">
-              <Badge color={d.status === 'delivered' ? 'green' : d.status === 'failed' ? 'red' : 'yellow'} variant="light">
+              <Badge color={DELIVERY_COLORS[d.status] ?? 'gray'} variant="light">
                 {d.status}
               </Badge>
               <Text size="sm" fw={500}>
@@ -253,9 +306,9 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
               <Button size="compact-xs" variant="subtle" onClick={() => setOpen(open === d.id ? null : d.id)}>
                 {open === d.id ? 'Hide' : 'Payload'}
               </Button>
-              {d.status === 'failed' && (
-                <Button size="compact-xs" variant="light" onClick={() => void retry(d.id)}>
-                  Retry
+              {(d.status === 'failed' || d.status === 'pending') && (
+                <Button size="compact-xs" variant="light" onClick={() => void retry(d.id)} data-testid="delivery-retry">
+                  Retry now
                 </Button>
               )}
             </Group>

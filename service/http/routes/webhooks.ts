@@ -207,12 +207,17 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
 
   api.post(
     '/webhooks/:id/deliveries/:deliveryId/retry',
-    { schema: { params: DeliveryParams, response: { 201: DeliveryLogSchema } } },
+    { schema: { params: DeliveryParams, response: { 200: DeliveryLogSchema, 201: DeliveryLogSchema } } },
     async (request, reply) => {
       const w = ownedWebhook(store, request.user, request.params.id);
       const d = store.deliveries.get(request.params.deliveryId);
       if (!d || d.webhookId !== w.id) throw notFound('Delivery not found');
       if (!w.active) throw conflict('Webhook is paused; activate it before replaying deliveries');
+      // A delivery waiting for its next attempt is attempted now (200, the same delivery).
+      if (d.status === 'pending' && store.deliveries.dueNow(d.id)) {
+        wake();
+        return reply.code(200).send(toDeliveryLog(store.deliveries.get(d.id)!));
+      }
       if (d.status === 'pending' || d.status === 'delivering') throw conflict('Delivery is still in progress');
       const id = newDeliveryId();
       store.deliveries.insert({
