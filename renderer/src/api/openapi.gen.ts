@@ -5042,6 +5042,37 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            deliveredAt: string | null;
+                            eventSeq: number;
+                            eventType: string;
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            payload: {
+                                event: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                session: string;
+                            };
+                            replayOf: string | null;
+                            /** @description pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused) */
+                            status: "pending" | "delivered" | "failed" | "skipped";
+                            /** @description The webhook-id header: same on every retry and replay of the event */
+                            webhookMessageId: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 201: {
                     headers: {
                         [name: string]: unknown;
