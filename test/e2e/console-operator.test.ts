@@ -92,6 +92,22 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
+  it('serves the console split by view and pre-compressed', async () => {
+    const origin = new URL(service.apiUrl).origin;
+    const html = await (await fetch(`${origin}/`)).text();
+    const entry = /src="(\/assets\/index-[^"]+\.js)"/.exec(html)![1]!;
+    const plain = await fetch(`${origin}${entry}`, { headers: { 'accept-encoding': 'identity' } });
+    const source = await plain.text();
+    expect(source).toMatch(/ChatsView-[\w-]+\.js/); // views are chunks loaded on demand, not in the entry
+    // undici's fetch would decode the body: ask with a raw request to see the encoding on the wire.
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${origin}${entry}`, { headers: { 'accept-encoding': 'br, gzip' } }, resolve).on('error', reject),
+    );
+    res.resume();
+    expect(res.headers['content-encoding']).toBe('br');
+    expect(Number(res.headers['content-length'])).toBeLessThan(Buffer.byteLength(source) / 2);
+  });
+
   it('names the exact token command of the running mode on the sign-in page', async () => {
     await page.goto(`${new URL(service.apiUrl).origin}/`);
     await expect(page.getByTestId('token-command').textContent()).resolves.toBe('switchboard token create --user NAME --sandbox');
@@ -190,6 +206,25 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     } finally {
       gone.close();
     }
+  });
+
+  it('routes views by hash (Back works, links are shareable) and shows the event history after a reload', async () => {
+    const origin = new URL(service.apiUrl).origin;
+    await page.goto(`${origin}/#/tokens`);
+    await page.getByTestId('token-input').or(page.getByRole('heading', { name: 'API tokens' })).first().waitFor();
+    if (await page.getByTestId('token-input').isVisible()) {
+      await page.getByTestId('token-input').fill(token);
+      await page.getByRole('button', { name: 'Open console' }).click();
+    }
+    await expect(page.getByTestId('nav-tokens').getAttribute('aria-current')).resolves.toBe('page');
+    await page.getByRole('button', { name: 'Toggle navigation' }).click();
+    await page.getByTestId('nav-events').click();
+    await page.locator('[data-testid="event-row"][data-event="session.status"]').first().waitFor();
+    await page.reload();
+    // After a reload the view is still Events, filled from GET /events, not empty until something happens.
+    await page.locator('[data-testid="event-row"][data-event="session.status"]').first().waitFor({ timeout: 10_000 });
+    await page.goBack();
+    await expect(page.getByTestId('nav-tokens').getAttribute('aria-current')).resolves.toBe('page');
   });
 
   it('returns to sign-in with the reason when its token is revoked', async () => {

@@ -4,6 +4,7 @@
  */
 import type {
   ApiErrorBody,
+  EventsPage,
   ApiToken,
   BillingStatus,
   Chat,
@@ -179,10 +180,16 @@ export class ApiClient {
   portal = () => this.request<{ url: string }>('POST', '/billing/portal');
 
   // Event log
-  events = (after?: number) =>
-    this.request<EventFrame[] | { events: EventFrame[] }>('GET', `/events${after !== undefined ? `?after=${after}` : ''}`).then((r) =>
-      Array.isArray(r) ? r : r.events,
+  events = (after?: number, limit = 100) =>
+    this.request<EventsPage>('GET', `/events?limit=${limit}${after !== undefined ? `&after=${after}` : ''}`).then((r) =>
+      r.events.map((e) => ({ ...e, connectionId: e.connectionId ?? '' })),
     );
+  /** The newest `count` events of the caller's log (oldest first): what the Events view shows after a reload. */
+  recentEvents = async (count = 200): Promise<EventFrame[]> => {
+    const { lastSeq, oldestSeq } = await this.request<EventsPage>('GET', '/events?limit=1');
+    const after = Math.max(0, lastSeq - count, (oldestSeq ?? 1) - 1);
+    return lastSeq === 0 ? [] : this.events(after, Math.min(1000, Math.max(1, lastSeq - after)));
+  };
 
   /**
    * Downloads media through the proxy with the Authorization header and returns a blob: URL (revoke it when done).

@@ -44,6 +44,7 @@ export interface EventFrame {
   seq: number;
 }
 
+export type EventsPage = ResponseOf<'/api/events', 'get'>;
 export type Webhook = ResponseOf<'/api/connections/{id}/webhooks', 'get'>[number];
 export type WebhookDelivery = ResponseOf<'/api/webhooks/{id}/logs', 'get'>[number];
 export type ApiToken = ResponseOf<'/api/tokens', 'get'>[number];

@@ -13,7 +13,7 @@ import {
   IconSun,
   IconWebhook,
 } from '@tabler/icons-react';
-import { useEffect, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, type ReactNode } from 'react';
 import type { ApiClient } from '../api/client.ts';
 import { startLive } from '../live.ts';
 import { useChats } from '../stores/chats.ts';
@@ -21,15 +21,9 @@ import { useConnections } from '../stores/connections.ts';
 import { useEvents } from '../stores/events.ts';
 import { useNav, type View } from '../stores/nav.ts';
 import { useClient, useSession } from '../stores/session.ts';
-import { BillingView } from '../views/BillingView.tsx';
-import { ChatsView } from '../views/ChatsView.tsx';
-import { ConnectionsView } from '../views/ConnectionsView.tsx';
-import { EventsView } from '../views/EventsView.tsx';
-import { SettingsView } from '../views/SettingsView.tsx';
-import { TokensView } from '../views/TokensView.tsx';
-import { WebhooksView } from '../views/WebhooksView.tsx';
 import { ConnectionPicker } from './ConnectionPicker.tsx';
 import { SandboxBadge } from './SandboxBadge.tsx';
+import { Loading } from './StateViews.tsx';
 
 const NAV: Array<{ view: View; label: string; icon: ReactNode }> = [
   { view: 'connections', label: 'Connections', icon: <IconPlugConnected size={18} /> },
@@ -40,6 +34,15 @@ const NAV: Array<{ view: View; label: string; icon: ReactNode }> = [
   { view: 'events', label: 'Events', icon: <IconActivity size={18} /> },
   { view: 'settings', label: 'Settings', icon: <IconSettings size={18} /> },
 ];
+
+// Each view is its own chunk, fetched the first time it is opened.
+const ConnectionsView = lazy(() => import('../views/ConnectionsView.tsx').then((m) => ({ default: m.ConnectionsView })));
+const ChatsView = lazy(() => import('../views/ChatsView.tsx').then((m) => ({ default: m.ChatsView })));
+const WebhooksView = lazy(() => import('../views/WebhooksView.tsx').then((m) => ({ default: m.WebhooksView })));
+const TokensView = lazy(() => import('../views/TokensView.tsx').then((m) => ({ default: m.TokensView })));
+const BillingView = lazy(() => import('../views/BillingView.tsx').then((m) => ({ default: m.BillingView })));
+const EventsView = lazy(() => import('../views/EventsView.tsx').then((m) => ({ default: m.EventsView })));
+const SettingsView = lazy(() => import('../views/SettingsView.tsx').then((m) => ({ default: m.SettingsView })));
 
 const VIEW_COMPONENTS: Record<View, () => ReactNode> = {
   connections: () => <ConnectionsView />,
@@ -188,7 +191,7 @@ export function Shell() {
       </AppShell.Navbar>
       <AppShell.Main>
         <UnreachableBanner />
-        {VIEW_COMPONENTS[view]()}
+        <Suspense fallback={<Loading />}>{VIEW_COMPONENTS[view]()}</Suspense>
       </AppShell.Main>
     </AppShell>
   );

@@ -14,10 +14,16 @@ interface NavState {
   go(view: View): void;
 }
 
+/**
+ * Views are hash routes: `go` adds a history entry (Back returns to the previous view), and a link or a typed
+ * `#/billing` switches the view, since the store follows `hashchange`.
+ */
 export const useNav = create<NavState>((set) => ({
   view: fromHash(),
   go(view) {
-    if (typeof history !== 'undefined') history.replaceState(null, '', `#/${view}`);
+    if (typeof location !== 'undefined' && location.hash !== `#/${view}`) location.hash = `#/${view}`;
     set({ view });
   },
 }));
+
+if (typeof window !== 'undefined') window.addEventListener('hashchange', () => useNav.setState({ view: fromHash() }));

@@ -76,7 +76,7 @@ export function BillingView() {
 
   return (
     <Stack maw={720}>
-      <Title order={3}>Billing</Title>
+      <Title order={1} size="h3">Billing</Title>
       {status.error && <ErrorState message={status.error} onRetry={() => void status.reload()} />}
       {status.loading && !status.data && <Loading />}
       {figures && (

@@ -48,7 +48,7 @@ export function ChatsView() {
       <div style={{ width: narrow ? '100%' : 'clamp(220px, 30%, 360px)', flexShrink: 0, height: '100%', display: showList ? undefined : 'none' }}>
         <Paper withBorder h="100%" style={{ display: 'flex', flexDirection: 'column' }}>
           <Stack gap="xs" p="sm">
-            <Title order={4}>Chats</Title>
+            <Title order={1} size="h4">Chats</Title>
             <TextInput size="xs" placeholder="Filter by name" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
             <Switch size="xs" label="Unread only" checked={unreadOnly} onChange={(e) => void setUnreadOnly(client, e.currentTarget.checked)} data-testid="unread-only" />
           </Stack>

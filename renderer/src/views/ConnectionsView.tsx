@@ -69,7 +69,7 @@ export function ConnectionsView() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={3}>Connections</Title>
+        <Title order={1} size="h3">Connections</Title>
         <Button leftSection={<IconPlus size={16} />} onClick={create} loading={creating} data-testid="new-connection">
           New connection
         </Button>

@@ -1,10 +1,12 @@
 /** Live event monitor: the frames of the event stream, filterable by type, connection and text; pausable. */
 import { Badge, Button, Code, Group, MultiSelect, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title } from '@mantine/core';
-import { useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { errorMessage } from '../api/client.ts';
 import { EVENT_TYPES, type EventFrame } from '../api/types.ts';
-import { Empty } from '../components/StateViews.tsx';
+import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useConnections } from '../stores/connections.ts';
-import { useEvents } from '../stores/events.ts';
+import { MAX_FRAMES, useEvents } from '../stores/events.ts';
+import { useClient } from '../stores/session.ts';
 
 export function filterFrames(frames: EventFrame[], f: { types: string[]; connectionId: string | null; text: string }): EventFrame[] {
   const text = f.text.trim().toLowerCase();
@@ -17,7 +19,24 @@ export function filterFrames(frames: EventFrame[], f: { types: string[]; connect
 }
 
 export function EventsView() {
+  const client = useClient();
   const frames = useEvents((s) => s.frames);
+  const [history, setHistory] = useState<'loading' | 'loaded' | string>('loading');
+  // The log's recent history (the stream only brings what happens while the page is open).
+  useEffect(() => {
+    let stale = false;
+    client.recentEvents(MAX_FRAMES).then(
+      (recent) => {
+        if (stale) return;
+        useEvents.getState().add(recent);
+        setHistory('loaded');
+      },
+      (err: unknown) => !stale && setHistory(errorMessage(err)),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [client]);
   const clear = useEvents((s) => s.clear);
   const connections = useConnections((s) => s.items);
   const [types, setTypes] = useState<string[]>([]);
@@ -37,7 +56,7 @@ export function EventsView() {
   return (
     <Stack h="calc(100vh - 56px - 2 * var(--mantine-spacing-md))">
       <Group justify="space-between">
-        <Title order={3}>Events</Title>
+        <Title order={1} size="h3">Events</Title>
         <Group>
           <Switch label="Pause" checked={paused} onChange={(e) => setPaused(e.currentTarget.checked)} />
           <Button variant="default" size="xs" onClick={clear}>
@@ -51,7 +70,9 @@ export function EventsView() {
         <Switch label="Current connection only" checked={onlyCurrent} onChange={(e) => setOnlyCurrent(e.currentTarget.checked)} />
       </Group>
       <ScrollArea style={{ flex: 1 }}>
-        {shown.length === 0 && <Empty title="No events yet">Events appear here as they happen (the last 500 are kept).</Empty>}
+        {history !== 'loading' && history !== 'loaded' && <ErrorState message={`The event history could not be loaded: ${history}`} />}
+        {history === 'loading' && shown.length === 0 && <Loading label="Loading recent events…" />}
+        {history !== 'loading' && shown.length === 0 && <Empty title="No events yet">Events appear here as they happen (the last 500 are kept).</Empty>}
         <Stack gap={6}>
           {shown.map((f) => (
             <Paper key={f.seq} withBorder p="xs" data-testid="event-row" data-event={f.event}>

@@ -11,7 +11,7 @@ export function SettingsView() {
   const bridge = desktopBridge();
   return (
     <Stack maw={640}>
-      <Title order={3}>Settings</Title>
+      <Title order={1} size="h3">Settings</Title>
       {secretsDegraded && (
         <Alert color="orange" title="No OS keychain">
           The operator token is stored in a file readable only by you (0600) because no system keychain was available.

@@ -63,7 +63,8 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     const inner = content.current;
     if (!el || !inner || typeof ResizeObserver === 'undefined') return;
     const observer = new ResizeObserver(() => {
-      if (atBottom.current && !anchor.current) el.scrollTop = el.scrollHeight;
+      // Not while an older page is being prepended (that keeps the operator's place instead).
+      if (atBottom.current && !useThread.getState().loadingOlder) el.scrollTop = el.scrollHeight;
     });
     observer.observe(inner);
     return () => observer.disconnect();

@@ -31,7 +31,7 @@ export function TokenGate() {
     <Center mih="100vh" p="md">
       <Paper withBorder shadow="sm" p="xl" w={440} component="form" onSubmit={submit}>
         <Stack>
-          <Title order={2}>
+          <Title order={1} size="h2">
             Switchboard <SandboxBadge />
           </Title>
           <Text size="sm" c="dimmed">

@@ -46,7 +46,7 @@ export function TokensView() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={3}>API tokens</Title>
+        <Title order={1} size="h3">API tokens</Title>
         <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)} data-testid="new-token">
           New token
         </Button>

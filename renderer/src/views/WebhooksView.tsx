@@ -90,7 +90,7 @@ export function WebhooksView() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={3}>Webhooks</Title>
+        <Title order={1} size="h3">Webhooks</Title>
         <Button leftSection={<IconPlus size={16} />} onClick={() => setEditing('new')} data-testid="new-webhook">
           New webhook
         </Button>

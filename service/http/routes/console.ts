@@ -51,5 +51,7 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dir?: string }
     prefix: '/',
     wildcard: false,
     index: ['index.html'],
+    // The build writes .br and .gz beside each text asset (renderer/vite.config.ts); sent when accepted.
+    preCompressed: true,
   });
 }
