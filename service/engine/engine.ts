@@ -12,6 +12,7 @@ import { prepareContent } from './outgoing.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
+import { NumberChecker, numberDigits } from './number-check.ts';
 import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
 
 const DEFAULT_TYPING_DELAY = { min: 800, max: 2500 };
@@ -31,6 +32,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const now = opts.now ?? Date.now;
   const serverAckTimeoutMs = opts.serverAckTimeoutMs ?? DEFAULT_SERVER_ACK_TIMEOUT_MS;
   const media = new MediaStore(opts.mediaDir);
+  const numberChecker = new NumberChecker(now);
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
 
   function start(connectionId: string): void {
@@ -307,6 +309,19 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const onDisk = media.stat(connectionId, filename);
       if (!onDisk) throw notFound('Media not found');
       return { ...onDisk, mimetype: contentTypeForName(filename), filename: null };
+    },
+    async checkNumbers(connectionId, phoneNumbers) {
+      const digits = phoneNumbers.map((n, i) => {
+        const d = numberDigits(n);
+        if (!d) throw badRequest(`body/phoneNumbers/${i} is not an international phone number or a user JID`);
+        return d;
+      });
+      const session = onlineSession(connectionId);
+      try {
+        return await numberChecker.check(connectionId, session.socket!, digits);
+      } catch (err) {
+        throw new ServiceError(502, `The number check failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
     },
     session: (connectionId) => sessions.get(connectionId),
     async close() {

@@ -89,6 +89,9 @@ export interface SendTextInput {
   skipPresence?: boolean;
 }
 
+export type { NumberCheck } from './number-check.ts';
+import type { NumberCheck } from './number-check.ts';
+
 export interface Engine {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
   start(connectionId: string): void;
@@ -134,6 +137,12 @@ export interface Engine {
   messageMedia(connectionId: string, messageId: string): Promise<MediaFileInfo>;
   /** The local file `filename` of a connection's media folder (downloaded on demand like messageMedia). */
   mediaFile(connectionId: string, filename: string): Promise<MediaFileInfo>;
+  /**
+   * Whether each number is on WhatsApp, with its JID and LID (one usync query for the numbers not answered in
+   * the last 24 h). `phoneNumbers` are international numbers or user JIDs, 1–50.
+   * @throws ServiceError 400 a malformed number (naming its index), 409 not online, 502 the query failed.
+   */
+  checkNumbers(connectionId: string, phoneNumbers: string[]): Promise<NumberCheck[]>;
   /** Closes every session (not logged out). */
   close(): Promise<void>;
 }

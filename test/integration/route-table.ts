@@ -38,6 +38,7 @@ const FIELD_SAMPLES: Record<string, unknown> = {
   quantity: 1,
   name: 'sample',
   emoji: '👍',
+  phoneNumbers: ['+15550101'],
 };
 
 /** A value that satisfies `schema` (required fields only), or undefined when the schema is absent. */

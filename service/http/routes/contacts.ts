@@ -1,8 +1,12 @@
-/** `GET /api/connections/:id/contacts` (interface-spec §4.2): people and groups, by name; `offset` counts contacts. */
+/**
+ * `GET /api/connections/:id/contacts` (interface-spec §4.2): people and groups, by name; `offset` counts contacts.
+ * `POST /api/connections/:id/contacts/check` (addition): whether numbers are on WhatsApp, with JID and LID.
+ */
 import { Type } from '@sinclair/typebox';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Limit, Offset } from '../schemas.ts';
+import { MAX_NUMBERS_PER_CHECK } from '../../engine/number-check.ts';
+import { Limit, Nullable, Offset } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const ContactSchema = Type.Object({
@@ -12,7 +16,35 @@ const ContactSchema = Type.Object({
   isGroup: Type.Boolean(),
 });
 
-export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
+const NumberCheckSchema = Type.Object({
+  phoneNumber: Type.String({ description: 'The number in international format, e.g. +15550101' }),
+  exists: Type.Boolean(),
+  jid: Nullable(Type.String({ description: 'The account’s phone-number JID, null when not on WhatsApp' })),
+  lid: Nullable(Type.String({ description: 'The account’s LID when WhatsApp tells it, else null' })),
+  checkedAt: Type.String({ description: 'When WhatsApp answered (answers are reused for 24 h)' }),
+});
+
+export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+  api.post(
+    '/connections/:id/contacts/check',
+    {
+      schema: {
+        description:
+          'Whether each number is on WhatsApp, answered by one usync query (numbers answered in the last 24 h come from a cache). Numbers are international numbers or user JIDs.',
+        params: ConnectionParams,
+        body: Type.Object(
+          { phoneNumbers: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_NUMBERS_PER_CHECK }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Array(NumberCheckSchema) },
+      },
+    },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      return engine.checkNumbers(c.id, request.body.phoneNumbers);
+    },
+  );
+
   api.get(
     '/connections/:id/contacts',
     {
