@@ -170,6 +170,32 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.getByTestId('thread-back').click();
   });
 
+  it('starts a new chat by phone number (refusing one not on WhatsApp inline) and sends in it', async () => {
+    const CAROL = '+15550177';
+    const created = await fetch(`${service.sandboxUrl}/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phoneNumber: CAROL, pushName: 'Carol New' }),
+    });
+    expect(created.status).toBe(201);
+    await page.getByTestId('new-chat').click();
+    await page.getByTestId('new-chat-number').fill('+15559999');
+    await page.getByTestId('new-chat-start').click();
+    await page.getByText('+15559999 is not on WhatsApp').waitFor();
+    await page.getByTestId('new-chat-number').fill('+1 555 0177');
+    await page.getByTestId('new-chat-start').click();
+    await page.getByTestId('new-chat-number').waitFor({ state: 'detached' });
+    await expect(page.getByTestId('thread-title').textContent()).resolves.toBe('15550177@s.whatsapp.net');
+    await page.getByTestId('composer-input').fill('Hello Carol, first message');
+    await page.getByTestId('composer-input').press('Enter');
+    await waitFor('Carol received it', async () => {
+      const got = (await (await fetch(`${service.sandboxUrl}/accounts/${encodeURIComponent(CAROL)}/messages`)).json()) as Array<{ text: string }>;
+      return got.some((m) => m.text === 'Hello Carol, first message') ? true : undefined;
+    });
+    await page.getByTestId('thread-back').click();
+    await page.locator('[data-testid="chat-item"][data-chat-id="15550177@s.whatsapp.net"]').waitFor();
+  });
+
   it('says plainly when the service is down, and recovers by itself when it is back', async () => {
     await page.getByRole('button', { name: 'Toggle navigation' }).click();
     await page.getByTestId('nav-connections').click();

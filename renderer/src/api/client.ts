@@ -4,6 +4,8 @@
  */
 import type {
   ApiErrorBody,
+  Contact,
+  NumberCheck,
   EventsPage,
   ApiToken,
   BillingStatus,
@@ -145,6 +147,9 @@ export class ApiClient {
     this.request<Message>('POST', `/connections/${enc(id)}/send-${kind}`, body);
   sendLocation = (id: string, body: { chatId: string; latitude: number; longitude: number; name?: string; address?: string; skipPresence?: boolean }) =>
     this.request<Message>('POST', `/connections/${enc(id)}/send-location`, body);
+  contacts = (id: string, limit = 500) => this.request<Contact[]>('GET', `/connections/${enc(id)}/contacts?limit=${limit}`);
+  checkNumbers = (id: string, phoneNumbers: string[]) =>
+    this.request<NumberCheck[]>('POST', `/connections/${enc(id)}/contacts/check`, { phoneNumbers });
   sendContact = (id: string, body: { chatId: string; name: string; phoneNumber: string; skipPresence?: boolean }) =>
     this.request<Message>('POST', `/connections/${enc(id)}/send-contact`, body);
   react = (id: string, body: { chatId: string; messageId: string; emoji: string }) =>

@@ -1,12 +1,13 @@
 /** Chats of the selected connection: the list (unread badges, unread-only filter) beside the open thread. */
-import { Badge, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title, UnstyledButton } from '@mantine/core';
-import { IconSearch } from '@tabler/icons-react';
+import { Badge, Button, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title, UnstyledButton } from '@mantine/core';
+import { IconMessagePlus, IconSearch } from '@tabler/icons-react';
 import { useMediaQuery } from '@mantine/hooks';
 import { useEffect, useMemo, useState } from 'react';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
 import { useClient } from '../stores/session.ts';
+import { NewChat } from './NewChat.tsx';
 import { Thread } from './Thread.tsx';
 
 /** Below this width the console shows one pane at a time. */
@@ -26,6 +27,7 @@ export function ChatsView() {
   const { items, loading, error, unreadOnly, openChatId, load, setUnreadOnly, open } = useChats();
   const [filter, setFilter] = useState('');
   const narrow = useMediaQuery(PHONE_QUERY) ?? false;
+  const [newChat, setNewChat] = useState(false);
   const connectionId = connection?.id;
   const online = connection?.status === 'online';
 
@@ -48,7 +50,14 @@ export function ChatsView() {
       <div style={{ width: narrow ? '100%' : 'clamp(220px, 30%, 360px)', flexShrink: 0, height: '100%', display: showList ? undefined : 'none' }}>
         <Paper withBorder h="100%" style={{ display: 'flex', flexDirection: 'column' }}>
           <Stack gap="xs" p="sm">
-            <Title order={1} size="h4">Chats</Title>
+            <Group justify="space-between" wrap="nowrap">
+              <Title order={1} size="h4">
+                Chats
+              </Title>
+              <Button size="compact-sm" variant="light" leftSection={<IconMessagePlus size={14} />} onClick={() => setNewChat(true)} disabled={!online} data-testid="new-chat">
+                New chat
+              </Button>
+            </Group>
             <TextInput size="xs" placeholder="Filter by name" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
             <Switch size="xs" label="Unread only" checked={unreadOnly} onChange={(e) => void setUnreadOnly(client, e.currentTarget.checked)} data-testid="unread-only" />
           </Stack>
@@ -113,6 +122,7 @@ export function ChatsView() {
           )}
         </Paper>
       </div>
+      <NewChat connectionId={connection.id} opened={newChat} onClose={() => setNewChat(false)} onOpen={(chatId) => open(chatId)} />
     </div>
   );
 }
