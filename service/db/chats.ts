@@ -50,6 +50,8 @@ export function chatsRepo(db: Db) {
               COALESCE(k.name, k.push_name) AS contact_name
        FROM chats c LEFT JOIN contacts k ON k.connection_id = c.connection_id AND k.jid = c.id
        WHERE c.connection_id = @connectionId AND (@unreadOnly = 0 OR c.unread > 0)
+         AND (@like IS NULL OR c.name LIKE @like ESCAPE '\\' OR k.name LIKE @like ESCAPE '\\'
+              OR k.push_name LIKE @like ESCAPE '\\' OR c.id LIKE @like ESCAPE '\\')
        ORDER BY c.last_ts IS NULL, c.last_ts DESC, c.id LIMIT @limit OFFSET @offset`,
     ),
   };
@@ -89,9 +91,14 @@ export function chatsRepo(db: Db) {
     unread(connectionId: string, chatId: string): number | undefined {
       return (q.unread.get(connectionId, chatId) as { unread: number } | undefined)?.unread;
     },
-    /** Chats by most recent message; `offset` counts chats. */
-    list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean }): Chat[] {
-      const rows = q.list.all({ connectionId, limit: opts.limit, offset: opts.offset, unreadOnly: opts.unreadOnly ? 1 : 0 }) as RawRow[];
+    /**
+     * Chats by most recent message; `offset` counts chats. `q` keeps the chats whose name, contact name, push name
+     * or JID contains it (case-insensitive for ASCII; a phone number matches its JID's digits).
+     */
+    list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean; q?: string | undefined }): Chat[] {
+      const term = opts.q?.trim().replace(/^\+/, '');
+      const like = term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+      const rows = q.list.all({ connectionId, limit: opts.limit, offset: opts.offset, unreadOnly: opts.unreadOnly ? 1 : 0, like }) as RawRow[];
       return rows.map((r) => ({
         id: r.id,
         name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,

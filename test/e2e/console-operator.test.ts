@@ -196,6 +196,53 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.locator('[data-testid="chat-item"][data-chat-id="15550177@s.whatsapp.net"]').waitFor();
   });
 
+  it('reaches every one of 250 chats: the oldest by scrolling the list and by the server-side filter', async () => {
+    const admin = (route: string, body: unknown) =>
+      fetch(`${service.sandboxUrl}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const OLDEST = '+15560000';
+    expect((await admin('/accounts', { phoneNumber: OLDEST, pushName: 'Zed Oldest' })).status).toBe(201);
+    expect((await admin(`/accounts/${encodeURIComponent(OLDEST)}/messages`, { to: PHONE, text: 'the oldest chat' })).status).toBe(201);
+    await new Promise((r) => setTimeout(r, 1_100)); // a later second for every other chat
+    const others = Array.from({ length: 249 }, (_, i) => `+1556${String(i + 1).padStart(4, '0')}`);
+    for (let i = 0; i < others.length; i += 25) {
+      await Promise.all(
+        others.slice(i, i + 25).map(async (p, j) => {
+          expect((await admin('/accounts', { phoneNumber: p, pushName: `Crowd ${i + j + 1}` })).status).toBe(201);
+          expect((await admin(`/accounts/${encodeURIComponent(p)}/messages`, { to: PHONE, text: `crowd ${i + j + 1}` })).status).toBe(201);
+        }),
+      );
+    }
+    await waitFor(
+      '250 new chats stored',
+      async () => ((await api('GET', `/connections/${connectionId}/chats?limit=500`)).body as unknown as unknown[]).length >= 253 ? true : undefined,
+      { timeoutMs: 60_000 },
+    );
+    await page.reload();
+    const oldest = page.locator('[data-testid="chat-item"][data-chat-id="15560000@s.whatsapp.net"]');
+    await page.locator('[data-testid="chat-item"]').first().waitFor();
+    expect(await page.locator('[data-testid="chat-item"]').count()).toBe(100); // one page at first
+    // Scrolling down pages in the rest until the oldest chat shows.
+    await waitFor(
+      'the oldest chat after scrolling',
+      async () => {
+        await page.locator('[data-testid="chat-list-scroll"] .mantine-ScrollArea-viewport').evaluate((el) => el.scrollTo(0, el.scrollHeight));
+        return (await oldest.count()) > 0 ? true : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 300 },
+    );
+    await page.reload();
+    await page.locator('[data-testid="chat-item"]').first().waitFor();
+    await expect(oldest.count()).resolves.toBe(0);
+    await page.getByLabel('Filter chats').fill('nobody by that name');
+    await page.getByText('No chats match').waitFor();
+    await page.getByLabel('Filter chats').fill('zed old');
+    await oldest.waitFor();
+    await page.getByLabel('Filter chats').fill('+15560000');
+    await oldest.waitFor();
+    await expect(page.locator('[data-testid="chat-item"]').count()).resolves.toBe(1);
+    await page.getByLabel('Filter chats').fill('');
+  });
+
   it('says plainly when the service is down, and recovers by itself when it is back', async () => {
     await page.getByRole('button', { name: 'Toggle navigation' }).click();
     await page.getByTestId('nav-connections').click();

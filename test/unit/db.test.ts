@@ -158,6 +158,27 @@ describe('store', () => {
     expect(last.historyStartsAt).toBe(1_700_000_000);
   });
 
+  it('filters chats by name, contact name or number, treating LIKE wildcards as plain text', () => {
+    const chats = [
+      { id: '15550101@s.whatsapp.net', name: 'Alice Sandbox' },
+      { id: '15550102@s.whatsapp.net', name: 'Bob 100% real' },
+      { id: '120363000000000001@g.us', name: 'Support_Team', isGroup: true },
+    ];
+    for (const [i, c] of chats.entries()) {
+      store.chats.upsertMeta(connectionId, { id: c.id, name: c.name, isGroup: c.isGroup ?? false });
+      store.chats.touch(connectionId, { chatId: c.id, isGroup: c.isGroup ?? false, timestamp: 1_700_000_000 + i, body: 'x', fromMe: false, unreadDelta: 0 });
+    }
+    const ids = (q: string) => store.chats.list(connectionId, { limit: 50, offset: 0, unreadOnly: false, q }).map((c) => c.id);
+    expect(ids('alice')).toEqual(['15550101@s.whatsapp.net']);
+    expect(ids('+15550102')).toEqual(['15550102@s.whatsapp.net']);
+    expect(ids('1555010')).toEqual(['15550102@s.whatsapp.net', '15550101@s.whatsapp.net']);
+    expect(ids('100%')).toEqual(['15550102@s.whatsapp.net']);
+    expect(ids('%')).toEqual(['15550102@s.whatsapp.net']);
+    expect(ids('p_o')).toEqual([]); // as a wildcard it would match "Suppo"
+    expect(ids('rt_T')).toEqual(['120363000000000001@g.us']);
+    expect(ids('  ')).toHaveLength(3);
+  });
+
   it('tells an empty chat (historyStartsAt null) from the end of history', () => {
     const empty = store.messages.page(connectionId, 'nobody@s.whatsapp.net', 50);
     expect(empty).toEqual({ messages: [], nextBefore: null, historyStartsAt: null });

@@ -121,8 +121,9 @@ export class ApiClient {
   me = (id: string) => this.request<Profile>('GET', `/connections/${enc(id)}/me`);
 
   // Chats and messages
-  chats = (id: string, opts: { limit?: number; offset?: number; unreadOnly?: boolean } = {}) => {
+  chats = (id: string, opts: { limit?: number; offset?: number; unreadOnly?: boolean; q?: string } = {}) => {
     const q = new URLSearchParams();
+    if (opts.q?.trim()) q.set('q', opts.q.trim());
     if (opts.limit) q.set('limit', String(opts.limit));
     if (opts.offset) q.set('offset', String(opts.offset));
     if (opts.unreadOnly) q.set('unread_only', 'true');

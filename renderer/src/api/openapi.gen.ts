@@ -1244,6 +1244,8 @@ export interface paths {
                 query?: {
                     limit?: number;
                     offset?: number;
+                    /** @description Only chats whose name, contact name or number contains this (case-insensitive) */
+                    q?: string;
                     /** @description true: only chats with unread messages */
                     unread_only?: boolean;
                 };

@@ -1,4 +1,8 @@
-/** Chats of the selected connection: the list (newest first), the unread-only filter, the open chat, live bumps. */
+/**
+ * Chats of the selected connection: the list (newest first) paged from the server as the operator scrolls
+ * (PAGE_SIZE at a time), the filter (`q`, answered by the server over every chat), the unread-only switch, the
+ * open chat, live bumps.
+ */
 import { create } from 'zustand';
 import type { ApiClient } from '../api/client.ts';
 import { errorMessage } from '../api/client.ts';
@@ -8,33 +12,72 @@ interface ChatsState {
   connectionId: string | null;
   items: Chat[];
   unreadOnly: boolean;
+  /** The server-side filter (name, contact name or number). */
+  query: string;
+  /** More chats exist beyond `items` (the last page was full). */
+  hasMore: boolean;
+  loadingMore: boolean;
   loading: boolean;
   error: string | null;
   openChatId: string | null;
   load(client: ApiClient, connectionId: string): Promise<void>;
   setUnreadOnly(client: ApiClient, on: boolean): Promise<void>;
+  setQuery(client: ApiClient, query: string): Promise<void>;
+  /** The next page, appended (no-op while one is loading or when none is left). */
+  loadMore(client: ApiClient): Promise<void>;
   open(chatId: string | null): void;
   /** A message seen live (incoming or sent): moves its chat to the top, counts unread. */
   applyMessage(connectionId: string, m: Pick<Message, 'chatId' | 'text' | 'timestamp' | 'fromMe'> & { pushName?: string }): boolean;
   markReadLocally(chatId: string): void;
 }
 
+/** Chats per page of the list. */
+export const PAGE_SIZE = 100;
+
 export const useChats = create<ChatsState>((set, get) => ({
   connectionId: null,
   items: [],
   unreadOnly: false,
+  query: '',
+  hasMore: false,
+  loadingMore: false,
   loading: false,
   error: null,
   openChatId: null,
 
   async load(client, connectionId) {
     const switching = get().connectionId !== connectionId;
-    set({ loading: true, error: null, connectionId, ...(switching && { items: [], openChatId: null }) });
+    set({ loading: true, error: null, connectionId, ...(switching && { items: [], openChatId: null, query: '' }) });
+    const { unreadOnly, query } = get();
     try {
-      const items = await client.chats(connectionId, { limit: 200, unreadOnly: get().unreadOnly });
-      if (get().connectionId === connectionId) set({ items, loading: false });
+      const items = await client.chats(connectionId, { limit: PAGE_SIZE, unreadOnly, q: query });
+      const s = get();
+      if (s.connectionId === connectionId && s.query === query && s.unreadOnly === unreadOnly) {
+        set({ items, loading: false, hasMore: items.length === PAGE_SIZE });
+      }
     } catch (err) {
       set({ loading: false, error: errorMessage(err) });
+    }
+  },
+
+  async setQuery(client, query) {
+    set({ query });
+    const cid = get().connectionId;
+    if (cid) await get().load(client, cid);
+  },
+
+  async loadMore(client) {
+    const { connectionId, items, hasMore, loadingMore, loading, unreadOnly, query } = get();
+    if (!connectionId || !hasMore || loadingMore || loading) return;
+    set({ loadingMore: true });
+    try {
+      const page = await client.chats(connectionId, { limit: PAGE_SIZE, offset: items.length, unreadOnly, q: query });
+      const s = get();
+      if (s.connectionId !== connectionId || s.query !== query || s.unreadOnly !== unreadOnly) return set({ loadingMore: false });
+      const known = new Set(s.items.map((c) => c.id));
+      set({ items: [...s.items, ...page.filter((c) => !known.has(c.id))], hasMore: page.length === PAGE_SIZE, loadingMore: false });
+    } catch (err) {
+      set({ loadingMore: false, error: errorMessage(err) });
     }
   },
 

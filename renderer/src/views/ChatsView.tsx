@@ -1,8 +1,8 @@
 /** Chats of the selected connection: the list (unread badges, unread-only filter) beside the open thread. */
 import { Badge, Button, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title, UnstyledButton } from '@mantine/core';
 import { IconMessagePlus, IconSearch } from '@tabler/icons-react';
-import { useMediaQuery } from '@mantine/hooks';
-import { useEffect, useMemo, useState } from 'react';
+import { useDebouncedValue, useMediaQuery } from '@mantine/hooks';
+import { useEffect, useRef, useState } from 'react';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
@@ -24,10 +24,12 @@ export function formatTime(ts: number): string {
 export function ChatsView() {
   const client = useClient();
   const connection = useConnections((s) => s.items.find((c) => c.id === s.selectedId));
-  const { items, loading, error, unreadOnly, openChatId, load, setUnreadOnly, open } = useChats();
+  const { items, loading, loadingMore, hasMore, error, unreadOnly, openChatId, load, loadMore, setQuery, setUnreadOnly, open } = useChats();
   const [filter, setFilter] = useState('');
+  const [debounced] = useDebouncedValue(filter, 250);
   const narrow = useMediaQuery(PHONE_QUERY) ?? false;
   const [newChat, setNewChat] = useState(false);
+  const listViewport = useRef<HTMLDivElement>(null);
   const connectionId = connection?.id;
   const online = connection?.status === 'online';
 
@@ -35,10 +37,11 @@ export function ChatsView() {
     if (connectionId) void load(client, connectionId);
   }, [client, connectionId, online, load]);
 
-  const shown = useMemo(() => {
-    const f = filter.trim().toLowerCase();
-    return f ? items.filter((c) => c.name.toLowerCase().includes(f) || c.id.includes(f)) : items;
-  }, [items, filter]);
+  // The filter is answered by the server over every chat, not only the pages loaded so far.
+  useEffect(() => {
+    if (debounced.trim() !== useChats.getState().query) void setQuery(client, debounced.trim());
+  }, [client, debounced, setQuery]);
+  const shown = items;
 
   if (!connection) return <Empty title="No connection selected">Create and link a connection first, then pick it at the top.</Empty>;
 
@@ -58,15 +61,28 @@ export function ChatsView() {
                 New chat
               </Button>
             </Group>
-            <TextInput size="xs" placeholder="Filter by name" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
+            <TextInput size="xs" placeholder="Filter by name or number" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
             <Switch size="xs" label="Unread only" checked={unreadOnly} onChange={(e) => void setUnreadOnly(client, e.currentTarget.checked)} data-testid="unread-only" />
           </Stack>
-          <ScrollArea style={{ flex: 1 }}>
+          <ScrollArea
+            style={{ flex: 1 }}
+            viewportRef={listViewport}
+            onScrollPositionChange={({ y }) => {
+              // Near the end of what is loaded: fetch the next page (loadMore ignores repeats while one loads).
+              const el = listViewport.current;
+              if (el && y + el.clientHeight >= el.scrollHeight - 300) void loadMore(client);
+            }}
+            data-testid="chat-list-scroll"
+          >
             {error && <ErrorState message={error} onRetry={() => void load(client, connection.id)} />}
             {loading && items.length === 0 && <Loading />}
             {!loading && !error && shown.length === 0 && (
-              <Empty title={unreadOnly ? 'No unread chats' : 'No chats yet'}>
-                {connection.status === 'online' ? 'Chats appear when messages arrive.' : 'The connection is not online yet.'}
+              <Empty title={debounced.trim() ? 'No chats match' : unreadOnly ? 'No unread chats' : 'No chats yet'}>
+                {debounced.trim()
+                  ? `No chat's name or number contains “${debounced.trim()}”.`
+                  : connection.status === 'online'
+                    ? 'Chats appear when messages arrive.'
+                    : 'The connection is not online yet.'}
               </Empty>
             )}
             <nav aria-label="Chats">
@@ -104,6 +120,13 @@ export function ChatsView() {
                 </UnstyledButton>
               ))}
             </nav>
+            {(loadingMore || hasMore) && (
+              <Group justify="center" py="xs">
+                <Button size="compact-xs" variant="subtle" loading={loadingMore} onClick={() => void loadMore(client)} data-testid="more-chats">
+                  More chats
+                </Button>
+              </Group>
+            )}
           </ScrollArea>
         </Paper>
       </div>

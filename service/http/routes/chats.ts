@@ -17,6 +17,9 @@ const ChatsQuery = Type.Object({
   limit: Limit,
   offset: Offset,
   unread_only: Type.Boolean({ default: false, description: 'true: only chats with unread messages' }),
+  q: Type.Optional(
+    Type.String({ maxLength: 100, description: 'Only chats whose name, contact name or number contains this (case-insensitive)' }),
+  ),
 });
 
 export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
@@ -25,8 +28,8 @@ export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const { limit, offset, unread_only } = request.query;
-      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only });
+      const { limit, offset, unread_only, q } = request.query;
+      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only, q });
     },
   );
 };
