@@ -28,6 +28,9 @@ import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
 import { companionAddress } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 
+/** Outbox attribute of a phone's group row: `'1'` = deliver only the skmsg (the device has the sender key). */
+export const SKIP_PAIRWISE_ATTR = 'x-skip-pairwise';
+
 const PUMP_BATCH = 64;
 const MAX_ATTEMPTS = 5;
 /** Baileys uploads more prekeys when a notification reports fewer than this (`MIN_PREKEY_COUNT`). */
@@ -240,42 +243,42 @@ export class Delivery {
     retryCount: number | undefined,
   ): Promise<BinaryNode | undefined> {
     const { store, phones, accounts } = this.ctx;
-    let type: string;
-    let ciphertext: Buffer;
+    // a group row's 1:1 part (the SKDM) is left out on first delivery when the device already has the key
+    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
+    const parts: Array<{ type: string; ciphertext: Buffer }> = [];
     try {
       if (row.ciphertext && row.encType) {
-        type = row.encType;
-        ciphertext = row.ciphertext;
-      } else if (row.plaintext && row.senderPn) {
+        parts.push({ type: row.encType, ciphertext: row.ciphertext });
+      } else if (row.plaintext && row.senderPn && !skipPairwise) {
         const companionLid = accounts.get(link.pn)?.lid;
         if (!companionLid) throw new Error(`no account ${link.pn}`);
-        const enc = await phones.encryptToCompanion(
-          row.senderPn,
-          device,
-          companionLid,
-          writeRandomPadMax16(row.plaintext),
+        parts.push(
+          await phones.encryptToCompanion(row.senderPn, device, companionLid, writeRandomPadMax16(row.plaintext)),
         );
-        type = enc.type;
-        ciphertext = enc.ciphertext;
-      } else {
-        throw new Error('outbox row has neither plaintext nor ciphertext');
       }
+      // the skmsg comes after the SKDM: the client processes <enc> nodes in order
+      if (row.skCiphertext) parts.push({ type: 'skmsg', ciphertext: row.skCiphertext });
+      if (!parts.length) throw new Error('outbox row has neither plaintext nor ciphertext');
     } catch (err) {
       link.conn.log.error({ err, msgId: row.msgId }, 'cannot encrypt queued message; dropping it');
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       return undefined;
     }
     const attrs: Record<string, string> = { id: row.msgId };
-    const encAttrs: Record<string, string> = { v: '2', type };
-    // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail)
+    const encAttrs: Record<string, string> = { v: '2' };
+    // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail); `x-` ones are the sandbox's
     for (const [k, v] of Object.entries(row.attrs)) {
       if (k.startsWith('enc:')) encAttrs[k.slice(4)] = v;
-      else attrs[k] = v;
+      else if (!k.startsWith('x-')) attrs[k] = v;
     }
     attrs.id = row.msgId;
     if (offline) attrs.offline = '1';
     if (retryCount !== undefined) encAttrs.count = String(retryCount);
-    return { tag: 'message', attrs, content: [{ tag: 'enc', attrs: encAttrs, content: ciphertext }] };
+    return {
+      tag: 'message',
+      attrs,
+      content: parts.map((p) => ({ tag: 'enc', attrs: { ...encAttrs, type: p.type }, content: p.ciphertext })),
+    };
   }
 
   /**

@@ -22,6 +22,7 @@ import { createAdminHandler } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
+import { Groups } from './groups.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
 import { seedDemo } from './seed.ts';
@@ -115,6 +116,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   );
   ctx.pairing = new Pairing(ctx);
   ctx.messaging = new Messaging(ctx);
+  ctx.groups = new Groups(ctx);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));

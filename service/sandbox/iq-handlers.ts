@@ -39,6 +39,8 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       return handleEncrypt(ctx, conn, iq, type, child);
     case 'usync':
       return handleUsync(ctx, conn, iq);
+    case 'w:g2':
+      return ctx.groups.handleIq(conn, iq);
     case 'w:p':
     case 'passive':
     case 'urn:xmpp:whatsapp:dirty':

@@ -191,6 +191,10 @@ export class Messaging {
       conn.log.warn({ attrs: node.attrs }, 'message stanza without id/to');
       return;
     }
+    if (to.endsWith('@g.us')) {
+      await this.ctx.groups.onClientMessage(conn, node, sender, senderDevice);
+      return;
+    }
     const isPeer = node.attrs.category === 'peer';
     const chat = accounts.resolveJid(to);
     const ts = Math.floor(Date.now() / 1000);

@@ -82,6 +82,10 @@ const RECORDED: EventName[] = [
   'contacts.update',
   'messages.reaction',
   'presence.update',
+  'groups.update',
+  'groups.upsert',
+  'group-participants.update',
+  'chats.upsert',
 ];
 
 export interface TestClient {

@@ -1,0 +1,408 @@
+/**
+ * Groups at protocol level between a real, unmodified Baileys rc14 client and the sandbox: sender keys both ways
+ * (Baileys → phones through `w:g2` metadata, usync, SKDM `pkmsg` and `skmsg`; phones → Baileys through SKDM +
+ * `skmsg`), mentions, replies, reactions, edits and revokes in a group, every `w:g2` IQ Baileys has a helper for,
+ * `w:gp2` notifications as Baileys events, a LID-addressed group, the seeded group in the pairing history sync,
+ * and the admin API's group routes and its Host/Origin/JSON guard.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { pino } from 'pino';
+import type { WAMessage } from '@whiskeysockets/baileys';
+import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
+import { connectClient, type TestClient } from './baileys-client.ts';
+
+interface ApiResult<T = unknown> {
+  status: number;
+  body: T;
+}
+
+async function api<T = unknown>(base: string, method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+/** A raw HTTP request (fetch cannot set Host). */
+function raw(url: string, method: string, path: string, headers: Record<string, string>, body?: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(url + path, { method, headers }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (data += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface View {
+  id: string;
+  from: string;
+  to: string;
+  type: string;
+  text: string;
+  replyTo: string | null;
+  groupId?: string;
+  reactions: Array<{ from: string; emoji: string }>;
+  edits: Array<{ text: string }>;
+  revoked: boolean;
+}
+
+interface GroupView {
+  id: string;
+  subject: string;
+  description: string | null;
+  owner: string;
+  addressingMode: string;
+  inviteCode: string;
+  participants: Array<{ phoneNumber: string; jid: string; lid: string; role: string; isAdmin: boolean }>;
+}
+
+async function poll<T>(get: () => Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const LIBSIGNAL_NOISE =
+  /^(Closing session|Closing open session in favor of incoming prekey bundle|Decrypted message with closed session)/;
+for (const level of ['info', 'warn'] as const) {
+  const original = console[level].bind(console);
+  vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+    if (typeof args[0] === 'string' && LIBSIGNAL_NOISE.test(args[0])) return;
+    original(...args);
+  });
+}
+
+const PHONE = '15550100';
+const ALICE = '15550101';
+const BOB = '15550102';
+const CAROL = '15550103';
+const ALICE_JID = `${ALICE}@s.whatsapp.net`;
+
+describe('sandbox groups with a real Baileys client', () => {
+  let root: string;
+  let sandbox: Sandbox;
+  let c: TestClient;
+  let team: string; // the seeded group's JID
+  const errors: string[] = [];
+
+  const received = (pn: string) => api<View[]>(sandbox.url, 'GET', `/accounts/${pn}/messages`).then((r) => r.body);
+  const receivedById = (pn: string, id: string) =>
+    poll(async () => (await received(pn)).find((m) => m.id === id), `message ${id} at ${pn}`);
+  const upserted = async (id: string): Promise<WAMessage> => {
+    const u = await c.waitFor('messages.upsert', (x) => x.messages.some((m) => m.key.id === id));
+    return u.messages.find((m) => m.key.id === id)!;
+  };
+  const groupSend = (groupJid: string, body: Record<string, unknown>) =>
+    api<{ id: string }>(sandbox.url, 'POST', `/groups/${encodeURIComponent(groupJid)}/messages`, body);
+  const group = (groupJid: string) =>
+    api<GroupView>(sandbox.url, 'GET', `/groups/${encodeURIComponent(groupJid)}`).then((r) => r.body);
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'sandbox-groups-'));
+    const logger = pino(
+      { level: 'warn' },
+      { write: (l: string) => void (JSON.parse(l).level >= 50 && errors.push(l)) },
+    );
+    sandbox = await startSandbox({ dataDir: join(root, 'data'), logger });
+    await sandbox.seedDemo();
+    expect((await api(sandbox.url, 'POST', '/accounts', { phoneNumber: `+${CAROL}`, pushName: 'Carol' })).status).toBe(201);
+
+    const authFile = join(root, 'auth.json');
+    const pairing = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile);
+    const { qr } = await pairing.waitFor('connection.update', (u) => !!u.qr);
+    expect((await api(sandbox.url, 'POST', `/accounts/${PHONE}/scan`, { qr })).status).toBe(200);
+    expect(await pairing.closed).toBe(515);
+    c = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile);
+    await c.waitFor('connection.update', (u) => u.connection === 'open', 5_000);
+  });
+
+  afterAll(async () => {
+    await c?.end();
+    await sandbox?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('syncs the seeded group "Sandbox Team" and its history at pairing', async () => {
+    const history = await c.waitFor('messaging-history.set', (h) =>
+      h.chats.some((chat) => !!chat.id?.endsWith('@g.us') && chat.name === 'Sandbox Team'),
+    );
+    team = history.chats.find((chat) => chat.name === 'Sandbox Team')!.id!;
+    const msgs = history.messages.filter((m) => m.key.remoteJid === team);
+    expect(msgs.map((m) => m.message?.conversation)).toContain('Standup moves to 10:30 tomorrow.');
+    expect(msgs).toHaveLength(4);
+    const fromAlice = msgs.find((m) => m.message?.conversation === 'Hi all!')!;
+    expect(fromAlice.key).toMatchObject({ fromMe: false, participant: ALICE_JID });
+    expect(msgs.find((m) => m.key.fromMe)?.message?.conversation).toBe('Welcome to the Sandbox Team group 👋');
+  });
+
+  it('answers groupMetadata and groupFetchAllParticipating', async () => {
+    const meta = await c.sock.groupMetadata(team);
+    expect(meta).toMatchObject({ id: team, subject: 'Sandbox Team', addressingMode: 'pn', size: 3 });
+    expect(meta.desc).toBe('Where the sandbox contacts meet.');
+    expect(meta.owner).toBe(`${PHONE}@s.whatsapp.net`);
+    const byId = Object.fromEntries(meta.participants.map((p) => [p.id, p]));
+    expect(byId[`${PHONE}@s.whatsapp.net`]?.admin).toBe('superadmin');
+    expect(byId[ALICE_JID]?.admin).toBeNull();
+    expect(byId[ALICE_JID]?.lid).toMatch(/@lid$/);
+    const all = await c.sock.groupFetchAllParticipating();
+    expect(Object.keys(all)).toContain(team);
+    // Baileys' query() throws Boom(text, { data: code }) for an <error> answer
+    await expect(c.sock.groupMetadata('120363999999999999@g.us')).rejects.toMatchObject({
+      message: 'item-not-found',
+      data: 404,
+    });
+  });
+
+  it('Baileys → group: both contacts’ phones decrypt it (sender keys), twice', async () => {
+    const first = await c.sock.sendMessage(team, { text: 'hello team from Baileys' });
+    const second = await c.sock.sendMessage(team, { text: 'second message, sender key already known' });
+    for (const pn of [ALICE, BOB]) {
+      const v1 = await receivedById(pn, first!.key.id!);
+      expect(v1).toMatchObject({ text: 'hello team from Baileys', from: `+${PHONE}`, groupId: team, to: team });
+      expect((await receivedById(pn, second!.key.id!)).text).toBe('second message, sender key already known');
+    }
+    expect((await received(CAROL)).some((m) => m.id === first!.key.id)).toBe(false);
+  });
+
+  it('contact → group: Baileys decrypts text, a mention and a reply', async () => {
+    const text = await groupSend(team, { from: `+${ALICE}`, text: 'hello from Alice' });
+    expect(text.status, JSON.stringify(text.body)).toBe(201);
+    const m1 = await upserted(text.body.id);
+    expect(m1.key).toMatchObject({ remoteJid: team, participant: ALICE_JID, fromMe: false });
+    expect(m1.message?.conversation).toBe('hello from Alice');
+    expect(m1.pushName).toBe('Alice Sandbox');
+    // Bob's phone got it too, through the same sender key
+    expect((await receivedById(BOB, text.body.id)).text).toBe('hello from Alice');
+
+    const mention = await groupSend(team, { from: `+${BOB}`, text: '@15550100 have a look', mentions: [`+${PHONE}`] });
+    const m2 = await upserted(mention.body.id);
+    expect(m2.key.participant).toBe(`${BOB}@s.whatsapp.net`);
+    expect(m2.message?.extendedTextMessage?.contextInfo?.mentionedJid).toEqual([`${PHONE}@s.whatsapp.net`]);
+
+    const reply = await groupSend(team, { from: `+${ALICE}`, text: 'replying', replyTo: mention.body.id });
+    const m3 = await upserted(reply.body.id);
+    const ctx = m3.message?.extendedTextMessage?.contextInfo;
+    expect(ctx?.stanzaId).toBe(mention.body.id);
+    expect(ctx?.participant).toBe(`${BOB}@s.whatsapp.net`);
+    expect(ctx?.quotedMessage?.extendedTextMessage?.text).toBe('@15550100 have a look');
+    expect((await receivedById(PHONE, reply.body.id)).replyTo).toBe(mention.body.id);
+  });
+
+  it('reactions, edits and revokes inside the group, both ways', async () => {
+    const aliceMsg = await groupSend(team, { from: `+${ALICE}`, text: 'react to this' });
+    const aliceWa = await upserted(aliceMsg.body.id);
+    // Baileys reacts to Alice's message: Alice's and Bob's phones see the reaction
+    const react = await c.sock.sendMessage(team, { react: { text: '🎉', key: aliceWa.key } });
+    await receivedById(BOB, react!.key.id!);
+    await poll(
+      async () => ((await receivedById(BOB, aliceMsg.body.id)).reactions.length ? true : undefined),
+      'reaction at Bob',
+    );
+    expect((await receivedById(BOB, aliceMsg.body.id)).reactions).toEqual([{ from: `+${PHONE}`, emoji: '🎉' }]);
+
+    // Baileys edits and revokes its own group messages
+    const mine = await c.sock.sendMessage(team, { text: 'typo heer' });
+    const edit = await c.sock.sendMessage(team, { text: 'typo here', edit: mine!.key });
+    await receivedById(ALICE, edit!.key.id!);
+    expect((await receivedById(ALICE, mine!.key.id!)).edits.map((e) => e.text)).toEqual(['typo here']);
+    const del = await c.sock.sendMessage(team, { delete: mine!.key });
+    await receivedById(BOB, del!.key.id!);
+    expect((await receivedById(BOB, mine!.key.id!)).revoked).toBe(true);
+
+    // a contact reacts to, edits and revokes in the group: Baileys gets the events
+    const r = await groupSend(team, { from: `+${BOB}`, reaction: { messageId: mine!.key.id, emoji: '👀' } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    await c.waitFor('messages.reaction', (rs) =>
+      rs.some((x) => x.key.id === mine!.key.id && x.reaction.text === '👀'),
+    );
+    const e = await groupSend(team, { from: `+${ALICE}`, edit: { messageId: aliceMsg.body.id, text: 'react to this!' } });
+    expect(e.status).toBe(201);
+    const editWa = await upserted(e.body.id);
+    expect(editWa.message?.protocolMessage?.editedMessage?.conversation).toBe('react to this!');
+    const v = await groupSend(team, { from: `+${ALICE}`, revoke: { messageId: aliceMsg.body.id } });
+    expect(v.status).toBe(201);
+    await c.waitFor('messages.update', (us) =>
+      us.some((u) => u.key.id === aliceMsg.body.id && u.update.messageStubType !== undefined),
+    );
+    // only the sender may edit or revoke
+    const refused = await groupSend(team, { from: `+${BOB}`, revoke: { messageId: aliceMsg.body.id } });
+    expect(refused.status).toBe(400);
+  });
+
+  it('w:g2 from Baileys: create, subject, participants, invite code, leave', async () => {
+    const created = await c.sock.groupCreate('Made by Baileys', [ALICE_JID, `${CAROL}@s.whatsapp.net`]);
+    expect(created.subject).toBe('Made by Baileys');
+    expect(created.participants).toHaveLength(3);
+    const view = await group(created.id);
+    expect(view.participants.find((p) => p.phoneNumber === `+${PHONE}`)?.role).toBe('superadmin');
+    expect(view.participants.map((p) => p.phoneNumber).sort()).toEqual([`+${PHONE}`, `+${ALICE}`, `+${CAROL}`]);
+
+    await c.sock.groupUpdateSubject(created.id, 'Renamed by Baileys');
+    expect((await group(created.id)).subject).toBe('Renamed by Baileys');
+    await c.sock.groupUpdateDescription(created.id, 'a description');
+    expect((await group(created.id)).description).toBe('a description');
+
+    const added = await c.sock.groupParticipantsUpdate(created.id, [`${BOB}@s.whatsapp.net`, '15559999@s.whatsapp.net'], 'add');
+    expect(added.map((a) => a.status)).toEqual(['200', '404']);
+    const promoted = await c.sock.groupParticipantsUpdate(created.id, [ALICE_JID], 'promote');
+    expect(promoted[0]?.status).toBe('200');
+    expect((await group(created.id)).participants.find((p) => p.phoneNumber === `+${ALICE}`)?.role).toBe('admin');
+    await c.sock.groupParticipantsUpdate(created.id, [ALICE_JID], 'demote');
+    const removed = await c.sock.groupParticipantsUpdate(created.id, [`${CAROL}@s.whatsapp.net`], 'remove');
+    expect(removed[0]?.status).toBe('200');
+    expect((await group(created.id)).participants.map((p) => p.phoneNumber).sort()).toEqual([
+      `+${PHONE}`,
+      `+${ALICE}`,
+      `+${BOB}`,
+    ]);
+
+    const code = await c.sock.groupInviteCode(created.id);
+    expect(code).toBe((await group(created.id)).inviteCode);
+
+    // messages into the new group reach the members' phones (new sender key after the removal)
+    const sent = await c.sock.sendMessage(created.id, { text: 'in the new group' });
+    expect((await receivedById(BOB, sent!.key.id!)).groupId).toBe(created.id);
+
+    await c.sock.groupLeave(created.id);
+    expect((await group(created.id)).participants.map((p) => p.phoneNumber)).not.toContain(`+${PHONE}`);
+    await expect(c.sock.groupMetadata(created.id)).rejects.toMatchObject({ data: 403 });
+  });
+
+  it('w:gp2 notifications reach Baileys as groups.update and group-participants.update', async () => {
+    const subject = await api(sandbox.url, 'PATCH', `/groups/${encodeURIComponent(team)}`, {
+      by: `+${ALICE}`,
+      subject: 'Sandbox Team (renamed)',
+    });
+    expect(subject.status, JSON.stringify(subject.body)).toBe(200);
+    await c.waitFor('groups.update', (us) => us.some((u) => u.id === team && u.subject === 'Sandbox Team (renamed)'));
+
+    // Alice is no admin: 403; the phone (superadmin) promotes her, then she adds Carol
+    const denied = await api(sandbox.url, 'POST', `/groups/${encodeURIComponent(team)}/participants`, {
+      by: `+${ALICE}`,
+      action: 'add',
+      participants: [`+${CAROL}`],
+    });
+    expect(denied).toMatchObject({ status: 403, body: { message: 'Not a group admin' } });
+    const promote = await c.sock.groupParticipantsUpdate(team, [ALICE_JID], 'promote');
+    expect(promote[0]?.status).toBe('200');
+    const add = await api(sandbox.url, 'POST', `/groups/${encodeURIComponent(team)}/participants`, {
+      by: `+${ALICE}`,
+      action: 'add',
+      participants: [`+${CAROL}`, `+${BOB}`],
+    });
+    expect(add).toMatchObject({
+      status: 200,
+      body: [
+        { phoneNumber: `+${CAROL}`, status: 200 },
+        { phoneNumber: `+${BOB}`, status: 409 },
+      ],
+    });
+    const ev = await c.waitFor('group-participants.update', (u) => u.id === team && u.action === 'add');
+    expect(ev.participants.map((p) => p.id)).toEqual([`${CAROL}@s.whatsapp.net`]);
+    expect(ev.author).toBe(ALICE_JID);
+
+    // Carol, now a member, sends into the group: Baileys decrypts it
+    const hi = await groupSend(team, { from: `+${CAROL}`, text: 'thanks for adding me' });
+    expect((await upserted(hi.body.id)).message?.conversation).toBe('thanks for adding me');
+  });
+
+  it('a LID-addressed group: participant LIDs with participant_pn, both directions', async () => {
+    const created = await api<{ id: string }>(sandbox.url, 'POST', '/groups', {
+      creator: `+${ALICE}`,
+      subject: 'LID group',
+      participants: [`+${PHONE}`, `+${BOB}`],
+      addressingMode: 'lid',
+    });
+    expect(created.status).toBe(201);
+    const lidGroup = created.body.id;
+    const upsert = await c.waitFor('groups.upsert', (gs) => gs.some((g) => g.id === lidGroup));
+    expect(upsert.find((g) => g.id === lidGroup)?.addressingMode).toBe('lid');
+    const alice = await api<{ lid: string }>(sandbox.url, 'GET', `/accounts/${ALICE}`);
+
+    const meta = await c.sock.groupMetadata(lidGroup);
+    expect(meta.addressingMode).toBe('lid');
+    expect(meta.participants.every((p) => p.id.endsWith('@lid'))).toBe(true);
+    expect(meta.participants.find((p) => p.id === alice.body.lid)?.phoneNumber).toBe(ALICE_JID);
+
+    const fromAlice = await groupSend(lidGroup, { from: `+${ALICE}`, text: 'hello LID group' });
+    const wa = await upserted(fromAlice.body.id);
+    expect(wa.key).toMatchObject({ remoteJid: lidGroup, participant: alice.body.lid, addressingMode: 'lid' });
+    expect(wa.key.participantAlt).toBe(ALICE_JID);
+    expect(wa.message?.conversation).toBe('hello LID group');
+
+    const mine = await c.sock.sendMessage(lidGroup, { text: 'hello from Baileys in LID mode' });
+    for (const pn of [ALICE, BOB]) {
+      expect((await receivedById(pn, mine!.key.id!)).text).toBe('hello from Baileys in LID mode');
+    }
+  });
+
+  it('admin API: group validation, router 404/405, Host/Origin guard and JSON only', async () => {
+    const url = new URL(sandbox.url);
+    const ownHost = url.host;
+    expect((await api(sandbox.url, 'GET', '/groups/not-a-group')).status).toBe(400);
+    expect((await api(sandbox.url, 'GET', '/groups/120363999999999999%40g.us')).body).toMatchObject({
+      message: 'Group not found',
+    });
+    expect((await api(sandbox.url, 'POST', '/groups', { creator: '+15559999', subject: 'x', participants: [] })).status).toBe(404);
+    expect((await api(sandbox.url, 'POST', '/groups', { creator: `+${ALICE}`, subject: '', participants: [] })).status).toBe(400);
+    expect(
+      (await api(sandbox.url, 'POST', '/groups', { creator: `+${ALICE}`, subject: 's', participants: [], addressingMode: 'x' }))
+        .status,
+    ).toBe(400);
+    expect((await groupSend(team, { from: '+15559999', text: 'x' })).status).toBe(404);
+    const outsider = await api(sandbox.url, 'POST', '/groups', { creator: `+${CAROL}`, subject: 'Carol only', participants: [] });
+    expect(
+      (await groupSend((outsider.body as { id: string }).id, { from: `+${BOB}`, text: 'x' })).status,
+    ).toBe(403);
+
+    expect((await api(sandbox.url, 'GET', '/nowhere')).status).toBe(404);
+    expect((await api(sandbox.url, 'DELETE', '/accounts')).status).toBe(405);
+    expect((await api(sandbox.url, 'GET', '/accounts/')).status).toBe(200); // trailing slash
+
+    const body = JSON.stringify({ phoneNumber: '+15550199', pushName: 'Eve' });
+    const json = { 'content-type': 'application/json' };
+    const evil = await raw(sandbox.url, 'POST', '/accounts', { ...json, host: 'evil.example' }, body);
+    expect(evil.status).toBe(403);
+    expect(JSON.parse(evil.body)).toMatchObject({ message: 'Host not allowed' });
+    const rebound = await raw(sandbox.url, 'GET', '/accounts', { host: `evil.example:${url.port}` });
+    expect(rebound.status).toBe(403);
+    const otherPort = await raw(sandbox.url, 'GET', '/accounts', { host: `127.0.0.1:${Number(url.port) + 1}` });
+    expect(otherPort.status).toBe(403);
+    const page = await raw(sandbox.url, 'POST', '/accounts', { ...json, host: ownHost, origin: 'https://evil.example' }, body);
+    expect(page.status).toBe(403);
+    expect(JSON.parse(page.body)).toMatchObject({ message: 'Origin not allowed' });
+    const pageGet = await raw(sandbox.url, 'GET', '/accounts', { host: ownHost, origin: 'http://localhost:1' });
+    expect(pageGet.status).toBe(403);
+    const textPlain = await raw(sandbox.url, 'POST', '/accounts', { 'content-type': 'text/plain', host: ownHost }, body);
+    expect(textPlain.status).toBe(415);
+    const noType = await raw(sandbox.url, 'POST', '/accounts', { host: ownHost }, body);
+    expect(noType.status).toBe(415);
+    expect((await api(sandbox.url, 'GET', '/accounts')).body).not.toContainEqual(
+      expect.objectContaining({ phoneNumber: '+15550199' }),
+    );
+    const own = await raw(sandbox.url, 'POST', '/accounts', { ...json, host: ownHost, origin: `http://${ownHost}` }, body);
+    expect(own.status).toBe(201);
+    const localhost = await raw(sandbox.url, 'GET', '/', { host: `localhost:${url.port}` });
+    expect(localhost.status).toBe(200);
+  });
+
+  it('logged no errors', () => {
+    expect(c.logs.filter((l) => /failed to decrypt|error/i.test(l) && !/retry/i.test(l))).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
