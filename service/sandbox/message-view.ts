@@ -6,7 +6,7 @@
  */
 import { proto } from '@whiskeysockets/baileys';
 import type { Store, MessageRow } from './store.ts';
-import { classify, type Classified } from './content.ts';
+import { classify, mentionedJids, type Classified } from './content.ts';
 import { formatPhoneNumber } from './phone-number.ts';
 
 export interface MessageView {
@@ -30,6 +30,8 @@ export interface MessageView {
   readBy: string[];
   /** `<id>@g.us` of a group message (absent for 1:1 messages). */
   groupId?: string;
+  /** Phone numbers mentioned (`contextInfo.mentionedJid`, LIDs resolved); absent when none. */
+  mentions?: string[];
 }
 
 const pairKey = (a: string, b: string, id: string): string => `${a < b ? a : b}|${a < b ? b : a}|${id}`;
@@ -115,6 +117,24 @@ export function receivedMessagesView(store: Store, pn: string): MessageView[] {
     if (c.edit) view.edit = c.edit;
     if (c.revoke) view.revoke = c.revoke;
     if (row.groupId !== null) view.groupId = `${row.groupId}@g.us`;
+    const mentions = mentionsOf(store, row);
+    if (mentions.length) view.mentions = mentions;
     return view;
+  });
+}
+
+/** The phone numbers a message mentions (PN JIDs as they are, LID JIDs through the account table). */
+function mentionsOf(store: Store, row: MessageRow): string[] {
+  let jids: string[];
+  try {
+    jids = mentionedJids(proto.Message.decode(row.message));
+  } catch {
+    return [];
+  }
+  return jids.map((jid) => {
+    const [user = '', server = ''] = jid.split('@');
+    const bare = user.split(':')[0] ?? '';
+    const pn = server === 'lid' ? store.getAccountByLid(bare)?.pn : bare;
+    return pn ? formatPhoneNumber(pn) : jid;
   });
 }

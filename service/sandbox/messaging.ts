@@ -8,7 +8,8 @@
  *   companions — committed together before the caller answers;
  * - companion → contacts (`onClientMessage`): decrypt every `<to>` part addressed to a simulated phone,
  *   record what the recipient's phone received, relay parts addressed to other companions, then
- *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`.
+ *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`. A message to a group
+ *   (`…@g.us`) is handed to `groups.ts`.
  */
 import {
   getBinaryNodeChild,
