@@ -14,6 +14,7 @@
  *   device-list change notifications and unlinking companions.
  */
 import {
+  decodeBinaryNode,
   generateMessageIDV2,
   getBinaryNodeChild,
   getBinaryNodeChildren,
@@ -243,6 +244,16 @@ export class Delivery {
     retryCount: number | undefined,
   ): Promise<BinaryNode | undefined> {
     const { store, phones, accounts } = this.ctx;
+    if (row.kind === 'notification') {
+      try {
+        const attrs: Record<string, string> = { ...row.attrs, id: row.msgId, ...(offline ? { offline: '1' } : {}) };
+        return { tag: 'notification', attrs, content: row.plaintext ? [await decodeBinaryNode(row.plaintext)] : [] };
+      } catch (err) {
+        link.conn.log.error({ err, id: row.msgId }, 'undecodable queued notification; dropping it');
+        store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+        return undefined;
+      }
+    }
     // a group row's 1:1 part (the SKDM) is left out on first delivery when the device already has the key
     const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
     const parts: Array<{ type: string; ciphertext: Buffer }> = [];
@@ -355,11 +366,18 @@ export class Delivery {
   /**
    * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 accompanies
    * a retry receipt (handled there) and only counts as an attempt; any other error code is terminal.
+   * An `<ack class="notification">` removes that queued notification.
    */
   async onAck(conn: ClientConnection, node: BinaryNode): Promise<void> {
     const link = this.link(conn);
     const error = node.attrs.error;
     const id = node.attrs.id;
+    if (link && id && node.attrs.class === 'notification') {
+      // a queued notification is done once the client acknowledged it
+      this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
+      await this.ctx.store.commit();
+      return;
+    }
     if (!link || node.attrs.class !== 'message' || !error || !id) return;
     const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
     if (!row) return;

@@ -6,8 +6,7 @@
  * Owns:
  * - the group model (members and roles, subject, description, invite code, addressing mode `pn` | `lid`) and the
  *   actions on it, shared by the `w:g2` IQs and the admin API, each followed by a `<notification type="w:gp2">`
- *   to every member's online companions (live, not queued: a companion offline at that moment learns the new
- *   state from its next metadata query);
+ *   queued for every member's companions (delivered at once or at the next login, until acknowledged);
  * - phone → group: the phone's own sender key (created on first use, rotated when a member leaves or is
  *   removed), one `skmsg` per message, and per member companion an outbox row with the SKDM as a 1:1 `pkmsg`/`msg`
  *   for devices that do not have that key yet, then the `skmsg`;
@@ -20,6 +19,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import {
+  encodeBinaryNode,
   getBinaryNodeChild,
   getBinaryNodeChildren,
   normalizeMessageContent,
@@ -349,25 +349,48 @@ export class Groups {
   }
 
   /**
-   * `<notification from="<id>@g.us" type="w:gp2" participant=actor …>child</notification>` to every member's
-   * online companions (and to `extra` accounts, e.g. removed members).
+   * Queue `<notification from="<id>@g.us" type="w:gp2" participant=actor …>child</notification>` for every
+   * member's companions (and `extra` accounts', e.g. removed members): durable outbox rows, delivered like
+   * messages (offline ones at their next login) and removed by the client's `<ack class="notification">`.
+   * Not awaited by the callers; a failed commit is logged.
    */
   private notify(group: GroupRow, actor: AccountRow, child: BinaryNode, what: string, extra: AccountRow[] = []): void {
-    const node: BinaryNode = {
-      tag: 'notification',
-      attrs: {
-        from: groupJid(group.id),
-        type: 'w:gp2',
-        id: newMessageId(),
-        t: unixNow(),
-        ...participantAttrs(group.addressingMode, actor),
-      },
-      content: [child],
+    const { store, logger } = this.ctx;
+    const id = newMessageId();
+    const attrs = {
+      from: groupJid(group.id),
+      type: 'w:gp2',
+      t: unixNow(),
+      ...participantAttrs(group.addressingMode, actor),
     };
-    const targets = new Set([...this.ctx.store.listGroupParticipants(group.id).map((p) => p.pn), ...extra.map((a) => a.pn)]);
-    let sent = 0;
-    for (const pn of targets) sent += this.ctx.delivery.sendToCompanions(pn, node);
-    this.ctx.logger.debug({ group: group.id, what, sent }, 'group notification');
+    const encoded = encodeBinaryNode(child);
+    const pns = new Set([...store.listGroupParticipants(group.id).map((p) => p.pn), ...extra.map((a) => a.pn)]);
+    const rows: NewOutbox[] = [];
+    for (const pn of pns) {
+      for (const d of store.listDeliveryTargets(pn)) {
+        if (!d.historySent) continue; // a device still to be synced learns the group from its history sync
+        rows.push({
+          pn,
+          deviceId: d.deviceId,
+          msgId: id,
+          kind: 'notification',
+          senderPn: null,
+          attrs,
+          plaintext: encoded,
+          encType: null,
+          ciphertext: null,
+        });
+      }
+    }
+    if (!rows.length) return;
+    store.enqueue(() => store.insertOutboxNow(rows));
+    store
+      .commit()
+      .then(() => {
+        for (const r of rows) this.ctx.delivery.kick(r.pn, r.deviceId);
+        logger.debug({ group: group.id, what, devices: rows.length }, 'group notification queued');
+      })
+      .catch((err: unknown) => logger.error({ err, group: group.id, what }, 'could not queue a group notification'));
   }
 
   // ---- sender keys of the phones --------------------------------------------------------------

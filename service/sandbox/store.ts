@@ -78,7 +78,10 @@ export interface OutboxRow {
   pn: string;
   deviceId: number;
   msgId: string;
-  /** `message` (from a phone), `history` (initial history sync), `relay` (another companion's ciphertext). */
+  /**
+   * `message` (from a phone), `history` (initial history sync), `relay` (another companion's ciphertext),
+   * `notification` (a `<notification>` with `attrs`; `plaintext` is its encoded child node; removed by its `<ack>`).
+   */
   kind: OutboxKind;
   /** Account whose phone (device 0) encrypts `plaintext`; null for relayed ciphertext. */
   senderPn: string | null;
@@ -153,7 +156,7 @@ const toGroup = (r: GroupSql): GroupRow => ({
 });
 
 export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts' | 'skCiphertext'> & { skCiphertext?: Buffer | null };
-export type OutboxKind = 'message' | 'history' | 'relay';
+export type OutboxKind = 'message' | 'history' | 'relay' | 'notification';
 
 export interface PreKey {
   keyId: number;

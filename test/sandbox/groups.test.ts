@@ -104,6 +104,8 @@ describe('sandbox groups with a real Baileys client', () => {
   let c: TestClient;
   let trust: SandboxTrust;
   let team: string; // the seeded group's JID
+  let authFile: string;
+  let extra: Parameters<typeof connectClient>[3];
   const errors: string[] = [];
 
   const received = (pn: string) => api<View[]>(sandbox.url, 'GET', `/accounts/${pn}/messages`).then((r) => r.body);
@@ -134,8 +136,8 @@ describe('sandbox groups with a real Baileys client', () => {
     expect((await api(sandbox.url, 'POST', '/accounts', { phoneNumber: `+${CAROL}`, pushName: 'Carol' })).status).toBe(201);
 
     trust = sandboxTrust(sandbox.caCertPem);
-    const extra = { fetchAgent: trust.fetchAgent, options: { dispatcher: trust.dispatcher } as never };
-    const authFile = join(root, 'auth.json');
+    extra = { fetchAgent: trust.fetchAgent, options: { dispatcher: trust.dispatcher } as never };
+    authFile = join(root, 'auth.json');
     const pairing = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile, extra);
     const { qr } = await pairing.waitFor('connection.update', (u) => !!u.qr);
     expect((await api(sandbox.url, 'POST', `/accounts/${PHONE}/scan`, { qr })).status).toBe(200);
@@ -365,6 +367,33 @@ describe('sandbox groups with a real Baileys client', () => {
     // Carol, now a member, sends into the group: Baileys decrypts it
     const hi = await groupSend(team, { from: `+${CAROL}`, text: 'thanks for adding me' });
     expect((await upserted(hi.body.id)).message?.conversation).toBe('thanks for adding me');
+  });
+
+  it('a notification made while the client is offline arrives at its next login', async () => {
+    await c.end();
+    const renamed = await api(sandbox.url, 'PATCH', `/groups/${encodeURIComponent(team)}`, {
+      by: `+${BOB}`,
+      subject: 'Renamed while you were away',
+      description: 'and described',
+    });
+    expect(renamed.status).toBe(200);
+    c = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile, extra);
+    await c.waitFor('connection.update', (u) => u.connection === 'open', 5_000);
+    const ev = await c.waitFor('groups.update', (us) =>
+      us.some((u) => u.id === team && u.subject === 'Renamed while you were away'),
+    );
+    expect(ev.find((u) => u.subject)?.author).toBe(`${BOB}@s.whatsapp.net`);
+    // (Baileys' event buffer folds the description change into that update; its stub message shows it)
+    await c.waitFor('messages.upsert', (u) =>
+      u.messages.some((m) => m.key.remoteJid === team && m.messageStubParameters?.[0] === 'and described'),
+    );
+    // acknowledged notifications leave the queue: a further reconnect does not replay them
+    await c.end();
+    c = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile, extra);
+    await c.waitFor('connection.update', (u) => u.connection === 'open', 5_000);
+    const probe = await groupSend(team, { from: `+${BOB}`, text: 'after the second reconnect' });
+    await upserted(probe.body.id);
+    expect(c.events.filter((e) => e.name === 'groups.update')).toEqual([]);
   });
 
   it('a LID-addressed group: participant LIDs with participant_pn, both directions', async () => {
