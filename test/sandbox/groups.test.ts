@@ -426,6 +426,47 @@ describe('sandbox groups with a real Baileys client', () => {
     }
   });
 
+  it('fans group messages out between the linked clients of two members, both ways', async () => {
+    const aliceAuth = join(root, 'alice.json');
+    const pairing = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, aliceAuth);
+    const { qr } = await pairing.waitFor('connection.update', (u) => !!u.qr);
+    expect((await api(sandbox.url, 'POST', `/accounts/${ALICE}/scan`, { qr })).status).toBe(200);
+    expect(await pairing.closed).toBe(515);
+    const alice = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, aliceAuth);
+    try {
+      await alice.waitFor('connection.update', (u) => u.connection === 'open', 5_000);
+      const history = await alice.waitFor('messaging-history.set', (h) => h.chats.some((chat) => chat.id === team));
+      expect(history.messages.some((m) => m.key.remoteJid === team)).toBe(true);
+      const aliceUpsert = async (id: string) =>
+        (await alice.waitFor('messages.upsert', (u) => u.messages.some((m) => m.key.id === id))).messages.find(
+          (m) => m.key.id === id,
+        )!;
+
+      // the phone's client → group: Alice's client decrypts the relayed SKDM + skmsg
+      const sent = await c.sock.sendMessage(team, { text: 'to every device of every member' });
+      const relayed = await aliceUpsert(sent!.key.id!);
+      expect(relayed.message?.conversation ?? relayed.message?.extendedTextMessage?.text).toBe(
+        'to every device of every member',
+      );
+      expect(relayed.key).toMatchObject({ remoteJid: team, fromMe: false });
+      expect(relayed.key.participant).toMatch(new RegExp(`^${PHONE}(:\\d+)?@s\\.whatsapp\\.net$`));
+
+      // Alice's client → group: the phone's client and Bob's phone get it; Alice's own phone keeps it as sent
+      const back = await alice.sock.sendMessage(team, { text: 'from Alice’s laptop' });
+      const got = await upserted(back!.key.id!);
+      expect(got.message?.conversation ?? got.message?.extendedTextMessage?.text).toBe('from Alice’s laptop');
+      expect((await receivedById(BOB, back!.key.id!)).from).toBe(`+${ALICE}`);
+
+      // Bob's phone → group: both linked clients decrypt it
+      const fromBob = await groupSend(team, { from: `+${BOB}`, text: 'Bob to both clients' });
+      expect((await aliceUpsert(fromBob.body.id)).message?.conversation).toBe('Bob to both clients');
+      expect((await upserted(fromBob.body.id)).message?.conversation).toBe('Bob to both clients');
+      expect(alice.logs.filter((l) => /failed to decrypt|sender key|Bad MAC|No session/i.test(l))).toEqual([]);
+    } finally {
+      await alice.end();
+    }
+  });
+
   it('admin API: group validation, router 404/405, Host/Origin guard and JSON only', async () => {
     const url = new URL(sandbox.url);
     const ownHost = url.host;
