@@ -544,6 +544,10 @@ export class Groups {
         } catch (err) {
           const level = err instanceof SenderKeyError ? 'warn' : 'error';
           conn.log[level]({ err, msgId: id, phone: m.pn }, 'phone could not decrypt a group message');
+          // e.g. the client's participant list was stale and this phone never got the sender key
+          if (err instanceof SenderKeyError) {
+            this.ctx.messaging.requestRetry(conn, node, m.account, memberJid(group.addressingMode, m.account));
+          }
         }
       }
     }

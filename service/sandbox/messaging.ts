@@ -84,8 +84,10 @@ export class Messaging {
   /**
    * The recipient phone could not decrypt: send `<receipt type="retry">` with its key bundle (a fresh
    * one-time prekey), as a real phone does, so the client re-keys and re-sends (brief §B5 "Decrypt failure").
+   * In a group the receipt names the phone as `participant` (the client then re-sends the message to the whole
+   * group with fresh sender-key distribution, `sendMessagesAgain` in Baileys' `messages-recv.js`).
    */
-  private requestRetry(conn: ClientConnection, node: BinaryNode, phone: AccountRow): void {
+  requestRetry(conn: ClientConnection, node: BinaryNode, phone: AccountRow, participant?: string): void {
     const id = node.attrs.id!;
     const count = (this.retries.get(id) ?? 0) + 1;
     if (count > MAX_PHONE_RETRIES) return;
@@ -95,7 +97,7 @@ export class Messaging {
     const t = unixNow();
     conn.send({
       tag: 'receipt',
-      attrs: { id, from: node.attrs.to ?? pnJid(phone.pn), type: 'retry', t },
+      attrs: { id, from: node.attrs.to ?? pnJid(phone.pn), type: 'retry', t, ...(participant ? { participant } : {}) },
       content: [
         { tag: 'retry', attrs: { count: String(count), id, t, v: '1', error: '0' } },
         { tag: 'registration', attrs: {}, content: encodeBE(phone.registrationId, 4) },

@@ -845,15 +845,16 @@ export class Store {
   }
 
   /**
-   * Insert a group message and one recipient row per member phone, inside the caller's write closure.
-   * @returns false when `(fromPn, msgId)` already existed (nothing written).
+   * Insert a group message and one recipient row per member phone, inside the caller's write closure. When
+   * `(fromPn, msgId)` already exists only the recipients are added.
+   * @returns whether the message row is new.
    */
   insertGroupMessageNow(m: NewMessage & { groupId: string }, recipients: string[]): boolean {
     const r = this.s.insertMessage.run(m.msgId, m.fromPn, m.groupId, m.ts, m.text, m.message, m.groupId);
-    if (r.changes === 0) return false;
-    const seq = Number(r.lastInsertRowid);
-    for (const pn of recipients) this.s.insertGroupRecipient.run(pn, seq);
-    return true;
+    // a re-sent message (after a retry receipt) may reach phones that missed it the first time
+    const seq = r.changes ? Number(r.lastInsertRowid) : this.s.getMessage.get(m.fromPn, m.msgId)?.seq;
+    if (seq !== undefined) for (const pn of recipients) this.s.insertGroupRecipient.run(pn, seq);
+    return r.changes > 0;
   }
 
   /** Group messages `pn`'s phone sent or received, oldest first (its group chats in a history sync). */

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { randomBytes } from 'node:crypto';
-import { downloadMediaMessage, type WAMessage } from '@whiskeysockets/baileys';
+import { downloadMediaMessage, type GroupMetadata, type WAMessage } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
 import { sandboxTrust, type SandboxTrust } from '../../service/engine/sandbox-trust.ts';
 import { connectClient, type TestClient } from './baileys-client.ts';
@@ -106,6 +106,8 @@ describe('sandbox groups with a real Baileys client', () => {
   let team: string; // the seeded group's JID
   let authFile: string;
   let extra: Parameters<typeof connectClient>[3];
+  /** Group metadata the client uses instead of asking (Baileys' `cachedGroupMetadata`), to make it stale. */
+  const staleMetadata = new Map<string, GroupMetadata>();
   const errors: string[] = [];
 
   const received = (pn: string) => api<View[]>(sandbox.url, 'GET', `/accounts/${pn}/messages`).then((r) => r.body);
@@ -136,7 +138,11 @@ describe('sandbox groups with a real Baileys client', () => {
     expect((await api(sandbox.url, 'POST', '/accounts', { phoneNumber: `+${CAROL}`, pushName: 'Carol' })).status).toBe(201);
 
     trust = sandboxTrust(sandbox.caCertPem);
-    extra = { fetchAgent: trust.fetchAgent, options: { dispatcher: trust.dispatcher } as never };
+    extra = {
+      fetchAgent: trust.fetchAgent,
+      options: { dispatcher: trust.dispatcher } as never,
+      cachedGroupMetadata: async (jid: string) => staleMetadata.get(jid),
+    };
     authFile = join(root, 'auth.json');
     const pairing = await connectClient(sandbox.wsUrl, sandbox.rootPublicKey, authFile, extra);
     const { qr } = await pairing.waitFor('connection.update', (u) => !!u.qr);
@@ -367,6 +373,32 @@ describe('sandbox groups with a real Baileys client', () => {
     // Carol, now a member, sends into the group: Baileys decrypts it
     const hi = await groupSend(team, { from: `+${CAROL}`, text: 'thanks for adding me' });
     expect((await upserted(hi.body.id)).message?.conversation).toBe('thanks for adding me');
+  });
+
+  it('a stale member list (cachedGroupMetadata): the new member misses the message until the client refreshes', async () => {
+    const created = await api<{ id: string }>(sandbox.url, 'POST', '/groups', {
+      creator: `+${ALICE}`,
+      subject: 'Stale cache',
+      participants: [`+${PHONE}`],
+    });
+    const gid = created.body.id;
+    staleMetadata.set(gid, await c.sock.groupMetadata(gid)); // Alice and the phone only
+    const added = await api(sandbox.url, 'POST', `/groups/${encodeURIComponent(gid)}/participants`, {
+      by: `+${ALICE}`,
+      action: 'add',
+      participants: [`+${BOB}`],
+    });
+    expect(added.status).toBe(200);
+    await c.waitFor('group-participants.update', (u) => u.id === gid && u.action === 'add');
+    // Bob's phone gets the skmsg without the sender key: it asks for a retry (twice at most), and Baileys re-sends
+    // to the member list it has, which still lacks Bob; so Bob's phone never decrypts this one
+    const first = await c.sock.sendMessage(gid, { text: 'sent with a stale member list' });
+    expect((await receivedById(ALICE, first!.key.id!)).text).toBe('sent with a stale member list');
+    // once the client's metadata is current again (as a service updates it from the w:gp2 add), Bob gets the key
+    staleMetadata.delete(gid);
+    const second = await c.sock.sendMessage(gid, { text: 'sent with the current member list' });
+    expect((await receivedById(BOB, second!.key.id!)).text).toBe('sent with the current member list');
+    expect((await received(BOB)).some((m) => m.id === first!.key.id)).toBe(false);
   });
 
   it('a notification made while the client is offline arrives at its next login', async () => {
