@@ -39,6 +39,7 @@
  *
  *   POST /groups { creator, subject, participants: [phone], addressingMode?: pn|lid } → 201 { id: '<id>@g.us' }
  *        | 400 | 404 (an unknown account); the creator is the group's superadmin
+ *   GET  /groups?member=                  → 200 [group] every group (or those `member` is in), oldest first
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt, addressingMode,
  *        inviteCode, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin, isAdmin }] } | 404
  *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes) } → 200 group | 400 | 403 (not a
@@ -573,6 +574,22 @@ export function createAdminHandler(
     if (mode !== 'pn' && mode !== 'lid') throw new HttpError(400, 'addressingMode must be one of pn, lid');
     const group = ctx.groups.create(creator, subject, members, mode);
     return send(res, 201, { id: groupJid(group.id) });
+  });
+
+  on('GET', '/groups', (req, res) => {
+    const member = new URL(req.url ?? '/', 'http://sandbox').searchParams.get('member');
+    let groups: GroupRow[];
+    if (member === null) groups = store.listGroups();
+    else {
+      const pn = parsePhoneNumber(member);
+      if (!pn) throw new HttpError(400, 'member must be an E.164 phone number');
+      groups = store.listGroupsOf(pn);
+    }
+    return send(
+      res,
+      200,
+      groups.map((g) => ctx.groups.view(g)),
+    );
   });
 
   on('GET', '/groups/:groupId', (_req, res, p) => send(res, 200, ctx.groups.view(groupOf(p.groupId))));

@@ -493,6 +493,7 @@ function prepareStatements(db: Database.Database) {
          @description_ts, @creator, @created_at, @addressing_mode, @invite_code)`,
     ),
     getGroup: db.prepare<[string], GroupSql>('SELECT * FROM groups WHERE id = ?'),
+    listGroups: db.prepare<[], GroupSql>('SELECT * FROM groups ORDER BY created_at, id'),
     listGroupsOf: db.prepare<[string], GroupSql>(
       `SELECT g.* FROM group_participants p JOIN groups g ON g.id = p.group_id WHERE p.pn = ?
        ORDER BY g.created_at, g.id`,
@@ -911,6 +912,10 @@ export class Store {
   }
 
   /** Groups `pn` is a member of, oldest first. */
+  listGroups(): GroupRow[] {
+    return this.s.listGroups.all().map(toGroup);
+  }
+
   listGroupsOf(pn: string): GroupRow[] {
     return this.s.listGroupsOf.all(pn).map(toGroup);
   }
