@@ -4,7 +4,8 @@
  * handleGroupNotification, `lib/Utils/decode-wa-message.js`).
  *
  * Owns:
- * - the group model (members and roles, subject, description, invite code, addressing mode `pn` | `lid`) and the
+ * - the group model (members and roles, subject, description, invite code and joining by it, addressing mode
+ *   `pn` | `lid`) and the
  *   actions on it, shared by the `w:g2` IQs and the admin API, each followed by a `<notification type="w:gp2">`
  *   queued for every member's companions (delivered at once or at the next login, until acknowledged);
  * - phone → group: the phone's own sender key (created on first use, rotated when a member leaves or is
@@ -349,6 +350,21 @@ export class Groups {
   }
 
   /**
+   * `account` joins the group whose current invite code is `code` (404 for an unknown or revoked code, 409 when
+   * already a member); the members get an `<add>` notification with the joiner as actor.
+   */
+  joinByInvite(code: string, account: AccountRow): GroupRow {
+    const { store } = this.ctx;
+    const group = store.getGroupByInviteCode(code);
+    if (!group) throw new GroupError(404, 'Invite code not found');
+    if (this.roleOf(group, account.pn)) throw new GroupError(409, 'Already a group member');
+    store.upsertGroupParticipant(group.id, account.pn, 'member', Math.floor(Date.now() / 1000));
+    const node = { tag: 'add', attrs: {}, content: [this.participantNode(group.addressingMode, account)] };
+    this.notify(group, account, node, 'invite');
+    return group;
+  }
+
+  /**
    * Queue `<notification from="<id>@g.us" type="w:gp2" participant=actor …>child</notification>` for every
    * member's companions (and `extra` accounts', e.g. removed members): durable outbox rows, delivered like
    * messages (offline ones at their next login) and removed by the client's `<ack class="notification">`.
@@ -659,6 +675,16 @@ export class Groups {
           .filter((a): a is AccountRow => !!a);
         const mode: AddressingMode = first.attrs.addressing_mode === 'lid' ? 'lid' : 'pn';
         return [this.metadataNode(this.create(me, subject, members, mode))];
+      }
+      // groupGetInviteInfo / groupAcceptInvite: `<invite code/>` get (metadata) or set (join)
+      if (child === 'invite' && first?.attrs.code) {
+        if (type === 'get') {
+          const group = this.ctx.store.getGroupByInviteCode(first.attrs.code);
+          if (!group) throw new GroupError(404, 'Invite code not found');
+          return [this.metadataNode(group)];
+        }
+        const group = this.joinByInvite(first.attrs.code, me);
+        return [{ tag: 'group', attrs: { jid: groupJid(group.id) } }];
       }
       if (type === 'set' && child === 'leave' && first) {
         const left: BinaryNode[] = [];

@@ -494,6 +494,7 @@ function prepareStatements(db: Database.Database) {
     ),
     getGroup: db.prepare<[string], GroupSql>('SELECT * FROM groups WHERE id = ?'),
     listGroups: db.prepare<[], GroupSql>('SELECT * FROM groups ORDER BY created_at, id'),
+    getGroupByInviteCode: db.prepare<[string], GroupSql>('SELECT * FROM groups WHERE invite_code = ?'),
     listGroupsOf: db.prepare<[string], GroupSql>(
       `SELECT g.* FROM group_participants p JOIN groups g ON g.id = p.group_id WHERE p.pn = ?
        ORDER BY g.created_at, g.id`,
@@ -911,11 +912,18 @@ export class Store {
     return r && toGroup(r);
   }
 
-  /** Groups `pn` is a member of, oldest first. */
+  /** The group whose current invite code is `code`. */
+  getGroupByInviteCode(code: string): GroupRow | undefined {
+    const r = this.s.getGroupByInviteCode.get(code);
+    return r && toGroup(r);
+  }
+
+  /** Every group, oldest first. */
   listGroups(): GroupRow[] {
     return this.s.listGroups.all().map(toGroup);
   }
 
+  /** Groups `pn` is a member of, oldest first. */
   listGroupsOf(pn: string): GroupRow[] {
     return this.s.listGroupsOf.all(pn).map(toGroup);
   }

@@ -523,6 +523,14 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(
       (await groupSend((outsider.body as { id: string }).id, { from: `+${BOB}`, text: 'x' })).status,
     ).toBe(403);
+    // joining by invite code (groupGetInviteInfo, groupAcceptInvite)
+    const carolOnly = await group((outsider.body as { id: string }).id);
+    const info = await c.sock.groupGetInviteInfo(carolOnly.inviteCode);
+    expect(info).toMatchObject({ id: carolOnly.id, subject: 'Carol only', size: 1 });
+    expect(await c.sock.groupAcceptInvite(carolOnly.inviteCode)).toBe(carolOnly.id);
+    expect((await group(carolOnly.id)).participants.map((p) => p.phoneNumber)).toContain(`+${PHONE}`);
+    await expect(c.sock.groupAcceptInvite(carolOnly.inviteCode)).rejects.toMatchObject({ data: 409 });
+    await expect(c.sock.groupAcceptInvite('nonexistent-code')).rejects.toMatchObject({ data: 404 });
 
     expect((await api(sandbox.url, 'GET', '/nowhere')).status).toBe(404);
     expect((await api(sandbox.url, 'DELETE', '/accounts')).status).toBe(405);
