@@ -294,8 +294,8 @@ export class Groups {
         results.push({ ...t, status });
         if (status === 200 && a) changed.push(a);
       }
-      if (action === 'remove' && changed.length) store.rotateGroupSenderKeysNow(group.id);
     });
+    if (action === 'remove' && changed.length) this.rotateKeys(group);
     if (changed.length) {
       const content = changed.map((a) => this.participantNode(group.addressingMode, a));
       this.notify(group, actor, { tag: action, attrs: {}, content }, action, action === 'remove' ? changed : []);
@@ -306,12 +306,18 @@ export class Groups {
   /** `account` leaves the group (404 if not a member); the remaining members' phones rotate their keys. */
   leave(group: GroupRow, account: AccountRow): void {
     const { store } = this.ctx;
-    store.transaction(() => {
-      if (!store.removeGroupParticipant(group.id, account.pn)) throw new GroupError(404, 'Not a group member');
-      store.rotateGroupSenderKeysNow(group.id);
-    });
+    if (!store.removeGroupParticipant(group.id, account.pn)) throw new GroupError(404, 'Not a group member');
+    this.rotateKeys(group);
     const node = { tag: 'leave', attrs: {}, content: [this.participantNode(group.addressingMode, account)] };
     this.notify(group, account, node, 'leave', [account]);
+  }
+
+  /** The phones start new sender keys for the group (a member left or was removed and must not read on). */
+  private rotateKeys(group: GroupRow): void {
+    this.ctx.store.rotateGroupSenderKeys(group.id);
+    this.ctx.store
+      .commit()
+      .catch((err: unknown) => this.ctx.logger.error({ err, group: group.id }, 'could not persist a key rotation'));
   }
 
   /** Change the subject (any member may, as in WhatsApp's default group settings). */

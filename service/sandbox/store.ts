@@ -521,6 +521,9 @@ function prepareStatements(db: Database.Database) {
       'INSERT OR REPLACE INTO sender_keys (pn, group_id, sender, record) VALUES (?, ?, ?, ?)',
     ),
     deleteOwnSenderKeys: db.prepare<[string]>("DELETE FROM sender_keys WHERE group_id = ? AND sender = ''"),
+    listOwnSenderKeyHolders: db.prepare<[string], { pn: string }>(
+      "SELECT pn FROM sender_keys WHERE group_id = ? AND sender = ''",
+    ),
     deleteSenderKeySent: db.prepare<[string]>('DELETE FROM sender_key_sent WHERE group_id = ?'),
     insertSenderKeySent: db.prepare<[string, string, string, number]>(
       'INSERT OR IGNORE INTO sender_key_sent (sender_pn, group_id, pn, device_id) VALUES (?, ?, ?, ?)',
@@ -976,14 +979,20 @@ export class Store {
 
   /**
    * Forget every phone's own sending key for a group and whom it was sent to (a member left or was removed:
-   * the next message of each phone distributes a new key), inside the caller's write closure.
+   * the next message of each phone distributes a new key). Visible at once (the cache holds tombstones), queued
+   * after every earlier write, durable after `commit()`.
    */
-  rotateGroupSenderKeysNow(groupId: string): void {
-    for (const key of this.senderKeyCache.keys()) {
-      if (key.endsWith(`\u0000${groupId}\u0000`)) this.senderKeyCache.delete(key);
+  rotateGroupSenderKeys(groupId: string): void {
+    for (const { pn } of this.s.listOwnSenderKeyHolders.all(groupId)) {
+      this.senderKeyCache.set(`${pn}\u0000${groupId}\u0000`, null);
     }
-    this.s.deleteOwnSenderKeys.run(groupId);
-    this.s.deleteSenderKeySent.run(groupId);
+    for (const key of this.senderKeyCache.keys()) {
+      if (key.endsWith(`\u0000${groupId}\u0000`)) this.senderKeyCache.set(key, null);
+    }
+    this.enqueue(() => {
+      this.s.deleteOwnSenderKeys.run(groupId);
+      this.s.deleteSenderKeySent.run(groupId);
+    });
   }
 
   /** Record that `senderPn`'s phone gave its sender key of `groupId` to a companion; @returns whether it was new. */

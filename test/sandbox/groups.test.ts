@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
+import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { downloadMediaMessage, type GroupMetadata, type WAMessage } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
@@ -317,6 +318,21 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(promoted[0]?.status).toBe('200');
     expect((await group(created.id)).participants.find((p) => p.phoneNumber === `+${ALICE}`)?.role).toBe('admin');
     await c.sock.groupParticipantsUpdate(created.id, [ALICE_JID], 'demote');
+    const before = await groupSend(created.id, { from: `+${ALICE}`, text: 'before the removal' });
+    expect((await upserted(before.body.id)).message?.conversation).toBe('before the removal');
+    const aliceKeyId = () => {
+      const db = new Database(join(root, 'data', 'sandbox.db'), { readonly: true });
+      try {
+        const row = db
+          .prepare("SELECT record FROM sender_keys WHERE pn = ? AND group_id = ? AND sender = ''")
+          .get(ALICE, created.id.replace('@g.us', '')) as { record: string } | undefined;
+        return row && (JSON.parse(row.record) as { states: Array<{ keyId: number }> }).states[0]?.keyId;
+      } finally {
+        db.close();
+      }
+    };
+    const keyBefore = aliceKeyId();
+    expect(keyBefore).toBeTypeOf('number');
     const removed = await c.sock.groupParticipantsUpdate(created.id, [`${CAROL}@s.whatsapp.net`], 'remove');
     expect(removed[0]?.status).toBe('200');
     expect((await group(created.id)).participants.map((p) => p.phoneNumber).sort()).toEqual([
@@ -324,6 +340,12 @@ describe('sandbox groups with a real Baileys client', () => {
       `+${ALICE}`,
       `+${BOB}`,
     ]);
+
+    // the phones rotated their sender keys: Alice's next message carries a new key, which the client gets
+    const after = await groupSend(created.id, { from: `+${ALICE}`, text: 'after the removal' });
+    expect((await upserted(after.body.id)).message?.conversation).toBe('after the removal');
+    expect(aliceKeyId()).not.toBe(keyBefore);
+    expect((await received(CAROL)).some((m) => m.id === after.body.id)).toBe(false);
 
     const code = await c.sock.groupInviteCode(created.id);
     expect(code).toBe((await group(created.id)).inviteCode);
