@@ -1,6 +1,7 @@
 /**
  * Public entry of the sandbox: a WhatsApp-web-protocol server on loopback with simulated phone accounts,
- * which an unmodified Baileys rc14 client pairs with, logs into and exchanges Signal messages with.
+ * which an unmodified Baileys rc14 client pairs with, logs into and exchanges Signal messages with, 1:1 and in
+ * groups (sender keys, `w:g2` queries, `w:gp2` notifications; see `groups.ts`).
  *
  * One HTTP server serves the admin API (JSON, see `admin-api.ts`) and the WebSocket upgrade at
  * `/ws/chat` (point Baileys' `waWebSocketUrl` there and set `WA_CERT_DETAILS.PUBLIC_KEY = rootPublicKey`).

@@ -225,6 +225,13 @@ describe('sandbox groups with a real Baileys client', () => {
     expect((await receivedById(PHONE, reply.body.id)).replyTo).toBe(mention.body.id);
     expect((await receivedById(ALICE, mention.body.id)).mentions).toEqual([`+${PHONE}`]);
 
+    // the client's own phone writes into the group: the client shows it as its own message
+    const own = await groupSend(team, { from: `+${PHONE}`, text: 'typed on the phone itself' });
+    const ownWa = await upserted(own.body.id);
+    expect(ownWa.key).toMatchObject({ remoteJid: team, fromMe: true });
+    expect(ownWa.message?.conversation).toBe('typed on the phone itself');
+    expect((await receivedById(ALICE, own.body.id)).from).toBe(`+${PHONE}`);
+
     // Baileys mentions Alice; her phone sees the mention, and Baileys' read receipt reaches Bob's record
     const out = await c.sock.sendMessage(team, { text: '@15550101 thanks', mentions: [ALICE_JID] });
     expect((await receivedById(ALICE, out!.key.id!)).mentions).toEqual([`+${ALICE}`]);
