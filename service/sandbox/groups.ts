@@ -555,11 +555,12 @@ export class Groups {
     let content: proto.Message | undefined;
     const decryptedBy: AccountRow[] = [];
     if (skmsg) {
+      const verified = new Set<string>(); // the signature is checked once per signing key, not once per phone
       for (const m of members) {
         if (m.pn === sender.pn) continue;
         const rec = this.loadRecord(m.pn, group.id, senderName);
         try {
-          const plain = groupDecrypt(rec, skmsg);
+          const plain = groupDecrypt(rec, skmsg, verified);
           this.saveRecord(m.pn, group.id, senderName, rec!);
           content ??= proto.Message.decode(unpadRandomMax16(plain));
           decryptedBy.push(m.account);

@@ -135,10 +135,12 @@ export function groupEncrypt(state: SenderKeyState, paddedPlaintext: Uint8Array)
 
 /**
  * Decrypt an `skmsg` with a receiver's record (updated in place: chain advanced, skipped keys kept or used).
+ * `verified` (optional, per skmsg) holds the signing keys this very skmsg was already verified with, so the
+ * members of a large group check the signature once (pure-JS Curve25519 verification is the costly step).
  * @returns the padded plaintext (strip with `unpadRandomMax16`).
  * @throws SenderKeyError: no state for the key id, bad signature, a reused or too distant iteration, bad padding.
  */
-export function groupDecrypt(record: SenderKeyRecord | undefined, skmsg: Uint8Array): Buffer {
+export function groupDecrypt(record: SenderKeyRecord | undefined, skmsg: Uint8Array, verified?: Set<string>): Buffer {
   if (skmsg.length <= 1 + SIGNATURE_LENGTH || (skmsg[0]! & 0xf0) >> 4 !== 3) {
     throw new SenderKeyError('malformed skmsg');
   }
@@ -153,8 +155,11 @@ export function groupDecrypt(record: SenderKeyRecord | undefined, skmsg: Uint8Ar
   const iteration = m.iteration ?? 0;
   const state = [...(record?.states ?? [])].reverse().find((s) => s.keyId === m.id);
   if (!state) throw new SenderKeyError(`no sender key state for key id ${m.id}`);
-  const pub = Buffer.concat([Buffer.from([5]), unb64(state.signingPub)]);
-  if (!curve.verifySignature(pub, signed, signature)) throw new SenderKeyError('invalid skmsg signature');
+  if (!verified?.has(state.signingPub)) {
+    const pub = Buffer.concat([Buffer.from([5]), unb64(state.signingPub)]);
+    if (!curve.verifySignature(pub, signed, signature)) throw new SenderKeyError('invalid skmsg signature');
+    verified?.add(state.signingPub);
+  }
 
   let seed: Buffer;
   if (iteration < state.iteration) {

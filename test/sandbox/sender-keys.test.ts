@@ -70,6 +70,10 @@ describe('sender keys (sandbox ↔ Baileys)', () => {
     const forged = Buffer.from(await cipher.encrypt(Buffer.from('gamma')));
     forged[forged.length - 1]! ^= 1;
     expect(() => groupDecrypt(record, forged)).toThrow(/signature/);
+    // a signing key verified for another skmsg does not vouch for this one: the set is per skmsg
+    const fresh = new Set<string>();
+    expect(() => groupDecrypt(record, forged, fresh)).toThrow(/signature/);
+    expect(fresh.size).toBe(0);
     record = JSON.parse(JSON.stringify(record)) as SandboxRecord; // survives a JSON round trip (the store)
     const c = Buffer.from(await cipher.encrypt(Buffer.from('delta')));
     expect(groupDecrypt(record, c).toString()).toBe('delta');
