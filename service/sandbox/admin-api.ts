@@ -21,8 +21,8 @@
  *        message in that conversation (either direction)
  *   GET  /accounts/:phoneNumber/messages  → 200 [{ id, from, to, text, timestamp, type, replyTo, media?, location?,
  *        contact?, reaction?, edit?, revoke?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
- *        readBy: [phone] }] received by that phone, oldest first (media.base64 = decrypted bytes, or null if the
- *        phone could not download/verify it)
+ *        readBy: [phone], groupId?, mentions?: [phone] }] received by that phone, oldest first (media.base64 =
+ *        decrypted bytes, or null if the phone could not download/verify it)
  *   POST /accounts/:phoneNumber/messages/:id/expire-media → 204 | 404 — delete the hosted blob of that
  *        message's media (sent or received by that phone), so downloads get 404 until a media re-upload
  *   POST /accounts/:phoneNumber/reactions { to, messageId, emoji } → 201 { id }; emoji "" removes
@@ -40,7 +40,7 @@
  *   POST /groups { creator, subject, participants: [phone], addressingMode?: pn|lid } → 201 { id: '<id>@g.us' }
  *        | 400 | 404 (an unknown account); the creator is the group's superadmin
  *   GET  /groups?member=                  → 200 [group] every group (or those `member` is in), oldest first
- *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt, addressingMode,
+ *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
  *        inviteCode, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin, isAdmin }] } | 404
  *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes) } → 200 group | 400 | 403 (not a
  *        member) | 404
