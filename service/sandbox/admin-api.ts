@@ -231,6 +231,15 @@ function ownNames(req: IncomingMessage): string[] {
 }
 
 /**
+ * Whether `Host` names this server's port on a loopback name or the address it is bound to (no DNS rebinding);
+ * also checked on the protocol WebSocket's upgrade (whose `Origin` is Baileys' own, `https://web.whatsapp.com`).
+ */
+export function hostAllowed(req: IncomingMessage): boolean {
+  const host = parseHost(req.headers.host);
+  return !!host && host.port === req.socket.localPort && ownNames(req).includes(host.name);
+}
+
+/**
  * The guard in front of every admin route (issue 20): `Host` must name this server's port on a loopback name
  * (or the address it is bound to) — no DNS rebinding; an `Origin` header, on any method, must be this server's
  * own origin (`http://<name>:<port>`) — no other web page may drive a simulated phone. 403 otherwise.
@@ -238,8 +247,7 @@ function ownNames(req: IncomingMessage): string[] {
 function checkHostAndOrigin(req: IncomingMessage): void {
   const port = req.socket.localPort;
   const names = ownNames(req);
-  const host = parseHost(req.headers.host);
-  if (!host || host.port !== port || !names.includes(host.name)) throw new HttpError(403, 'Host not allowed');
+  if (!hostAllowed(req)) throw new HttpError(403, 'Host not allowed');
   const origin = req.headers.origin;
   if (origin !== undefined && !names.some((n) => origin === `http://${n}:${port}`)) {
     throw new HttpError(403, 'Origin not allowed');

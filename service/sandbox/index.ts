@@ -19,7 +19,7 @@ import { HISTORY_MESSAGES_PER_CHAT, HISTORY_MESSAGES_PER_CHUNK } from './history
 import { MediaHost } from './media.ts';
 import { Signals } from './signals.ts';
 import { loadTlsIdentity } from './tls.ts';
-import { createAdminHandler } from './admin-api.ts';
+import { createAdminHandler, hostAllowed } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
@@ -126,6 +126,10 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
     const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
     if (path !== WS_PATH) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    if (!hostAllowed(req)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

@@ -47,6 +47,23 @@ function raw(url: string, method: string, path: string, headers: Record<string, 
   });
 }
 
+/** The status of a WebSocket upgrade request to the protocol endpoint. */
+function rawUpgrade(url: string, headers: Record<string, string>) {
+  return new Promise<number>((resolve, reject) => {
+    const req = request(`${url}/ws/chat`, { headers });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 interface View {
   id: string;
   from: string;
@@ -590,6 +607,11 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(own.status).toBe(201);
     const localhost = await raw(sandbox.url, 'GET', '/', { host: `localhost:${url.port}` });
     expect(localhost.status).toBe(200);
+    // the protocol WebSocket's upgrade checks Host too (a rebound page cannot open it)
+    const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    const wsEvil = await rawUpgrade(sandbox.url, { ...upgrade, host: `evil.example:${url.port}` });
+    expect(wsEvil).toBe(403);
+    expect(await rawUpgrade(sandbox.url, { ...upgrade, host: ownHost, origin: 'https://web.whatsapp.com' })).toBe(101);
   });
 
   it('logged no errors', () => {
