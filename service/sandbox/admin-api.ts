@@ -41,9 +41,11 @@
  *        | 400 | 404 (an unknown account); the creator is the group's superadmin
  *   GET  /groups?member=                  → 200 [group] every group (or those `member` is in), oldest first
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
- *        inviteCode, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin, isAdmin }] } | 404
- *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes) } → 200 group | 400 | 403 (not a
- *        member) | 404
+ *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
+ *        isAdmin }] } | 404
+ *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes), announce?: boolean (only admins
+ *        send), locked?: boolean (only admins edit), ephemeral?: seconds (0 = off) } → 200 group | 400 | 403 (not a
+ *        member; not an admin for announce/locked, or for anything in a locked group) | 404
  *   POST /groups/:groupId/participants { by, action: add|remove|promote|demote, participants: [phone] }
  *        → 200 [{ phoneNumber, status }] (200, 404 not a member/unknown, 409 already a member, 403 the creator)
  *        | 403 `Not a group admin` | 404
@@ -76,6 +78,7 @@ import { parseHost } from '../http/plugins/hardening.ts';
 import {
   GroupError,
   MAX_DESCRIPTION,
+  MAX_EPHEMERAL,
   MAX_SUBJECT,
   PARTICIPANT_ACTIONS,
   groupJid,
@@ -608,12 +611,33 @@ export function createAdminHandler(
     const by = bodyAccount(body, 'by');
     const subject = optionalString(body, 'subject', 'subject', MAX_SUBJECT);
     const description = body.description === null ? null : optionalString(body, 'description', 'description', MAX_DESCRIPTION);
-    if (subject === undefined && description === undefined) {
-      throw new HttpError(400, 'subject or description is required');
+    const flag = (key: 'announce' | 'locked'): boolean | undefined => {
+      const v = body[key];
+      if (v !== undefined && typeof v !== 'boolean') throw new HttpError(400, `${key} must be a boolean`);
+      return v;
+    };
+    const announce = flag('announce');
+    const locked = flag('locked');
+    const ephemeral = body.ephemeral;
+    if (
+      ephemeral !== undefined &&
+      (typeof ephemeral !== 'number' || !Number.isInteger(ephemeral) || ephemeral < 0 || ephemeral > MAX_EPHEMERAL)
+    ) {
+      throw new HttpError(400, `ephemeral must be an integer number of seconds between 0 and ${MAX_EPHEMERAL}`);
+    }
+    if ([subject, description, announce, locked, ephemeral].every((v) => v === undefined)) {
+      throw new HttpError(400, 'one of subject, description, announce, locked, ephemeral is required');
     }
     if (subject !== undefined && !subject.trim()) throw new HttpError(400, 'subject must be a non-empty string');
     if (subject !== undefined) ctx.groups.setSubject(group, by, subject.trim());
     if (description !== undefined) ctx.groups.setDescription(ctx.groups.require(group.id), by, description || null);
+    if (announce !== undefined || locked !== undefined || ephemeral !== undefined) {
+      ctx.groups.updateSettings(ctx.groups.require(group.id), by, {
+        announce,
+        locked,
+        ephemeral: ephemeral as number | undefined,
+      });
+    }
     return send(res, 200, ctx.groups.view(ctx.groups.require(group.id)));
   });
 

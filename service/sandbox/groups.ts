@@ -71,6 +71,8 @@ const IQ_ERROR_TEXT: Record<number, string> = {
 };
 
 export const MAX_SUBJECT = 100;
+/** Longest disappearing-messages timer accepted (a year, in seconds). */
+export const MAX_EPHEMERAL = 365 * 24 * 3600;
 export const MAX_DESCRIPTION = 2048;
 
 /** Protocol messages a phone records as messages (edits and revokes); others are device plumbing. */
@@ -121,6 +123,10 @@ export interface GroupView {
   createdAt: number;
   addressingMode: AddressingMode;
   inviteCode: string;
+  announce: boolean;
+  locked: boolean;
+  /** Disappearing-messages timer in seconds (0 = off). */
+  ephemeral: number;
   participants: Array<{ phoneNumber: string; jid: string; lid: string; role: GroupRole; isAdmin: boolean }>;
 }
 
@@ -162,6 +168,9 @@ export class Groups {
       createdAt: group.createdAt,
       addressingMode: group.addressingMode,
       inviteCode: group.inviteCode,
+      announce: group.announce,
+      locked: group.locked,
+      ephemeral: group.ephemeral,
       participants: this.members(group).map((m) => ({
         phoneNumber: formatPhoneNumber(m.pn),
         jid: pnJid(m.pn),
@@ -219,6 +228,9 @@ export class Groups {
         content: [{ tag: 'body', attrs: {}, content: Buffer.from(group.description, 'utf8') }],
       });
     }
+    if (group.announce) content.push({ tag: 'announcement', attrs: {} });
+    if (group.locked) content.push({ tag: 'locked', attrs: {} });
+    if (group.ephemeral > 0) content.push({ tag: 'ephemeral', attrs: { expiration: String(group.ephemeral) } });
     return { tag: 'group', attrs, content };
   }
 
@@ -249,6 +261,9 @@ export class Groups {
       createdAt: now,
       addressingMode,
       inviteCode: newInviteCode(),
+      announce: false,
+      locked: false,
+      ephemeral: 0,
     };
     const seen = new Set<string>([creator.pn]);
     const rows: Array<{ pn: string; role: GroupRole }> = [{ pn: creator.pn, role: 'superadmin' }];
@@ -320,18 +335,61 @@ export class Groups {
       .catch((err: unknown) => this.ctx.logger.error({ err, group: group.id }, 'could not persist a key rotation'));
   }
 
-  /** Change the subject (any member may, as in WhatsApp's default group settings). */
+  /** 403 unless `actor` may edit the group's info: a member, and an admin when the group is locked. */
+  private requireEditor(group: GroupRow, actor: AccountRow): void {
+    const role = this.roleOf(group, actor.pn);
+    if (!role) throw new GroupError(403, 'Not a group member');
+    if (group.locked && !isAdmin(role)) throw new GroupError(403, 'Not a group admin');
+  }
+
+  /**
+   * Change settings: `announce` (only admins send) and `locked` (only admins edit the info) need an admin;
+   * `ephemeral` (disappearing-messages timer in seconds, 0 = off) any member of an unlocked group. One
+   * notification per changed setting (`announcement`/`not_announcement`, `locked`/`unlocked`,
+   * `ephemeral expiration`/`not_ephemeral`).
+   */
+  updateSettings(group: GroupRow, actor: AccountRow, change: { announce?: boolean; locked?: boolean; ephemeral?: number }): GroupRow {
+    const role = this.roleOf(group, actor.pn);
+    if (!role) throw new GroupError(403, 'Not a group member');
+    if ((change.announce !== undefined || change.locked !== undefined) && !isAdmin(role)) {
+      throw new GroupError(403, 'Not a group admin');
+    }
+    if (change.ephemeral !== undefined) this.requireEditor(group, actor);
+    const next = {
+      announce: change.announce ?? group.announce,
+      locked: change.locked ?? group.locked,
+      ephemeral: change.ephemeral ?? group.ephemeral,
+    };
+    this.ctx.store.setGroupSettings(group.id, next);
+    const updated = { ...group, ...next };
+    if (next.announce !== group.announce) {
+      this.notify(updated, actor, { tag: next.announce ? 'announcement' : 'not_announcement', attrs: {} }, 'announce');
+    }
+    if (next.locked !== group.locked) {
+      this.notify(updated, actor, { tag: next.locked ? 'locked' : 'unlocked', attrs: {} }, 'locked');
+    }
+    if (next.ephemeral !== group.ephemeral) {
+      const node: BinaryNode =
+        next.ephemeral > 0
+          ? { tag: 'ephemeral', attrs: { expiration: String(next.ephemeral) } }
+          : { tag: 'not_ephemeral', attrs: {} };
+      this.notify(updated, actor, node, 'ephemeral');
+    }
+    return updated;
+  }
+
+  /** Change the subject (any member, or admins only when the group is locked). */
   setSubject(group: GroupRow, actor: AccountRow, subject: string): void {
-    if (!this.roleOf(group, actor.pn)) throw new GroupError(403, 'Not a group member');
+    this.requireEditor(group, actor);
     const now = Math.floor(Date.now() / 1000);
     this.ctx.store.setGroupSubject(group.id, subject, actor.pn, now);
     const s_o = memberJid(group.addressingMode, actor);
     this.notify(group, actor, { tag: 'subject', attrs: { subject, s_o, s_t: String(now) } }, 'subject');
   }
 
-  /** Change (or with null, delete) the description (any member). */
+  /** Change (or with null, delete) the description (any member, or admins only when the group is locked). */
   setDescription(group: GroupRow, actor: AccountRow, description: string | null, descriptionId?: string): void {
-    if (!this.roleOf(group, actor.pn)) throw new GroupError(403, 'Not a group member');
+    this.requireEditor(group, actor);
     const now = Math.floor(Date.now() / 1000);
     const id = description === null ? null : (descriptionId ?? newMessageId());
     this.ctx.store.setGroupDescription(group.id, description, id, actor.pn, now);
@@ -441,7 +499,10 @@ export class Groups {
   ): Promise<{ id: string; timestamp: number }> {
     const { store } = this.ctx;
     const members = this.members(group);
-    if (!members.some((m) => m.pn === sender.pn)) throw new GroupError(403, 'Not a group member');
+    const role = members.find((m) => m.pn === sender.pn)?.role;
+    if (!role) throw new GroupError(403, 'Not a group member');
+    if (group.announce && !isAdmin(role)) throw new GroupError(403, 'Only admins can send to this group');
+    if (group.ephemeral > 0) message = ephemeralWrap(message, group.ephemeral);
     const id = newMessageId();
     const ts = Math.floor(Date.now() / 1000);
     const bytes = Buffer.from(proto.Message.encode(message).finish());
@@ -516,7 +577,8 @@ export class Groups {
       return;
     }
     const members = this.members(group);
-    if (!members.some((m) => m.pn === sender.pn)) {
+    const role = members.find((m) => m.pn === sender.pn)?.role;
+    if (!role || (group.announce && !isAdmin(role) && node.attrs.category !== 'peer')) {
       ack('403');
       return;
     }
@@ -728,6 +790,22 @@ export class Groups {
       this.setDescription(group, me, body, first.attrs.id);
       return undefined;
     }
+    if (child === 'announcement' || child === 'not_announcement') {
+      this.updateSettings(group, me, { announce: child === 'announcement' });
+      return undefined;
+    }
+    if (child === 'locked' || child === 'unlocked') {
+      this.updateSettings(group, me, { locked: child === 'locked' });
+      return undefined;
+    }
+    if (child === 'ephemeral' || child === 'not_ephemeral') {
+      const expiration = child === 'ephemeral' ? Number(first.attrs.expiration) : 0;
+      if (!Number.isInteger(expiration) || expiration < 0 || expiration > MAX_EPHEMERAL) {
+        throw new GroupError(400, 'bad expiration');
+      }
+      this.updateSettings(group, me, { ephemeral: expiration });
+      return undefined;
+    }
     if ((PARTICIPANT_ACTIONS as readonly string[]).includes(child)) {
       const targets = getBinaryNodeChildren(first, 'participant').map((p) => ({
         jid: p.attrs.jid ?? '',
@@ -747,6 +825,27 @@ export class Groups {
     }
     return undefined;
   }
+}
+
+/**
+ * The message as a phone sends it in a chat with disappearing messages: the content's `contextInfo.expiration`
+ * set and the whole wrapped in `ephemeralMessage` (a plain text becomes an `extendedTextMessage`). Protocol
+ * messages (edits, revokes) and reactions go unwrapped.
+ */
+export function ephemeralWrap(message: proto.IMessage, expiration: number): proto.IMessage {
+  if (message.protocolMessage || message.reactionMessage || message.ephemeralMessage) return message;
+  const inner: Record<string, unknown> = { ...message };
+  if (typeof inner.conversation === 'string') {
+    inner.extendedTextMessage = { text: inner.conversation };
+    delete inner.conversation;
+  }
+  for (const [key, value] of Object.entries(inner)) {
+    if (key === 'messageContextInfo' || !value || typeof value !== 'object') continue;
+    const content = value as { contextInfo?: proto.IContextInfo | null };
+    inner[key] = { ...content, contextInfo: { ...content.contextInfo, expiration } };
+    break;
+  }
+  return { ephemeralMessage: { message: inner as proto.IMessage } };
 }
 
 /** Text content of a node (string or UTF-8 bytes); '' when none. */

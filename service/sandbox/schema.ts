@@ -205,6 +205,13 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sender_pn, group_id, pn, device_id)
   ) WITHOUT ROWID;
   `,
+  // v4: group settings — announcement (only admins send), locked (only admins edit the info), disappearing messages
+  `
+  ALTER TABLE groups ADD COLUMN announce INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE groups ADD COLUMN locked INTEGER NOT NULL DEFAULT 0;
+  -- seconds a message stays (0 = off)
+  ALTER TABLE groups ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /**

@@ -117,7 +117,16 @@ export interface GroupRow {
   createdAt: number;
   addressingMode: AddressingMode;
   inviteCode: string;
+  /** Only admins may send. */
+  announce: boolean;
+  /** Only admins may change the subject, description and settings. */
+  locked: boolean;
+  /** Disappearing-messages timer in seconds; 0 = off. */
+  ephemeral: number;
 }
+
+/** A group as created (settings start off). */
+export type NewGroup = Omit<GroupRow, 'announce' | 'locked' | 'ephemeral'>;
 
 export interface GroupParticipantRow {
   pn: string;
@@ -138,6 +147,9 @@ interface GroupSql {
   created_at: number;
   addressing_mode: string;
   invite_code: string;
+  announce: number;
+  locked: number;
+  ephemeral: number;
 }
 
 const toGroup = (r: GroupSql): GroupRow => ({
@@ -153,6 +165,9 @@ const toGroup = (r: GroupSql): GroupRow => ({
   createdAt: r.created_at,
   addressingMode: r.addressing_mode === 'lid' ? 'lid' : 'pn',
   inviteCode: r.invite_code,
+  announce: r.announce !== 0,
+  locked: r.locked !== 0,
+  ephemeral: r.ephemeral,
 });
 
 export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts' | 'skCiphertext'> & { skCiphertext?: Buffer | null };
@@ -486,7 +501,7 @@ function prepareStatements(db: Database.Database) {
     findGroupMessage: db.prepare<[string, string], MessageSql>(
       'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE group_id = ? AND msg_id = ? LIMIT 1',
     ),
-    insertGroup: db.prepare<[GroupSql]>(
+    insertGroup: db.prepare<[Omit<GroupSql, 'announce' | 'locked' | 'ephemeral'>]>(
       `INSERT INTO groups (id, subject, subject_owner, subject_ts, description, description_id, description_owner,
          description_ts, creator, created_at, addressing_mode, invite_code)
        VALUES (@id, @subject, @subject_owner, @subject_ts, @description, @description_id, @description_owner,
@@ -509,6 +524,9 @@ function prepareStatements(db: Database.Database) {
       'UPDATE groups SET description = ?, description_id = ?, description_owner = ?, description_ts = ? WHERE id = ?',
     ),
     setGroupInviteCode: db.prepare<[string, string]>('UPDATE groups SET invite_code = ? WHERE id = ?'),
+    setGroupSettings: db.prepare<[number, number, number, string]>(
+      'UPDATE groups SET announce = ?, locked = ?, ephemeral = ? WHERE id = ?',
+    ),
     upsertParticipant: db.prepare<[string, string, string, number]>(
       `INSERT INTO group_participants (group_id, pn, role, added_at) VALUES (?, ?, ?, ?)
        ON CONFLICT (group_id, pn) DO UPDATE SET role = excluded.role`,
@@ -890,7 +908,7 @@ export class Store {
 
   // ---- groups -------------------------------------------------------------------------------
 
-  insertGroup(g: GroupRow, participants: Array<{ pn: string; role: GroupRole }>): void {
+  insertGroup(g: NewGroup, participants: Array<{ pn: string; role: GroupRole }>): void {
     this.transaction(() => {
       this.s.insertGroup.run({
         id: g.id,
@@ -947,6 +965,10 @@ export class Store {
 
   setGroupInviteCode(id: string, code: string): void {
     this.s.setGroupInviteCode.run(code, id);
+  }
+
+  setGroupSettings(id: string, settings: { announce: boolean; locked: boolean; ephemeral: number }): void {
+    this.s.setGroupSettings.run(settings.announce ? 1 : 0, settings.locked ? 1 : 0, settings.ephemeral, id);
   }
 
   /** Add a member (or change an existing member's role). */

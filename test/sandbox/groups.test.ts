@@ -87,6 +87,9 @@ interface GroupView {
   owner: string;
   addressingMode: string;
   inviteCode: string;
+  announce: boolean;
+  locked: boolean;
+  ephemeral: number;
   participants: Array<{ phoneNumber: string; jid: string; lid: string; role: string; isAdmin: boolean }>;
 }
 
@@ -419,6 +422,49 @@ describe('sandbox groups with a real Baileys client', () => {
     // Carol, now a member, sends into the group: Baileys decrypts it
     const hi = await groupSend(team, { from: `+${CAROL}`, text: 'thanks for adding me' });
     expect((await upserted(hi.body.id)).message?.conversation).toBe('thanks for adding me');
+  });
+
+  it('settings: announcement, locked and disappearing messages, from Baileys and the admin API', async () => {
+    const patch = (body: Record<string, unknown>) => api(sandbox.url, 'PATCH', `/groups/${encodeURIComponent(team)}`, body);
+    await c.sock.groupSettingUpdate(team, 'announcement');
+    await c.waitFor('groups.update', (us) => us.some((u) => u.id === team && u.announce === true));
+    expect((await group(team)).announce).toBe(true);
+    expect((await c.sock.groupMetadata(team)).announce).toBe(true);
+    const muted = await groupSend(team, { from: `+${BOB}`, text: 'may I?' });
+    expect(muted).toMatchObject({ status: 403, body: { message: 'Only admins can send to this group' } });
+    const admin = await groupSend(team, { from: `+${ALICE}`, text: 'admins only for a while' });
+    expect((await upserted(admin.body.id)).message?.conversation).toBe('admins only for a while');
+    expect((await patch({ by: `+${BOB}`, announce: false })).status).toBe(403);
+    await c.sock.groupSettingUpdate(team, 'not_announcement');
+    expect((await groupSend(team, { from: `+${BOB}`, text: 'open again' })).status).toBe(201);
+
+    expect((await patch({ by: `+${ALICE}`, locked: true })).status).toBe(200);
+    await c.waitFor('groups.update', (us) => us.some((u) => u.id === team && u.restrict === true));
+    expect((await patch({ by: `+${BOB}`, subject: 'Bob was here' })).body).toMatchObject({ message: 'Not a group admin' });
+    await c.sock.groupSettingUpdate(team, 'unlocked');
+    expect((await group(team)).locked).toBe(false);
+
+    // disappearing messages: the phones wrap their messages (ephemeralMessage, contextInfo.expiration)
+    await c.sock.groupToggleEphemeral(team, 86400);
+    expect((await c.sock.groupMetadata(team)).ephemeralDuration).toBe(86400);
+    expect((await group(team)).ephemeral).toBe(86400);
+    const first = await groupSend(team, { from: `+${BOB}`, text: 'this will disappear' });
+    const wrapped = (await upserted(first.body.id)).message?.ephemeralMessage?.message?.extendedTextMessage;
+    expect(wrapped?.text).toBe('this will disappear');
+    expect(wrapped?.contextInfo?.expiration).toBe(86400);
+    const reply = await groupSend(team, { from: `+${ALICE}`, text: 'so will this', replyTo: first.body.id });
+    const replyCtx = (await upserted(reply.body.id)).message?.ephemeralMessage?.message?.extendedTextMessage?.contextInfo;
+    expect(replyCtx).toMatchObject({ stanzaId: first.body.id, expiration: 86400 });
+    expect((await receivedById(PHONE, reply.body.id))).toMatchObject({ text: 'so will this', replyTo: first.body.id });
+    const mine = await c.sock.sendMessage(team, { text: 'mine too' }, { ephemeralExpiration: 86400 });
+    expect((await receivedById(BOB, mine!.key.id!)).text).toBe('mine too');
+    expect((await patch({ by: `+${BOB}`, ephemeral: 0 })).status).toBe(200);
+    await c.waitFor('messages.upsert', (u) =>
+      u.messages.some((m) => m.key.remoteJid === team && m.message?.protocolMessage?.ephemeralExpiration === 0),
+    );
+    expect((await patch({ by: `+${BOB}`, ephemeral: -1 })).status).toBe(400);
+    expect((await patch({ by: `+${BOB}`, announce: 'yes' })).status).toBe(400);
+    expect((await patch({ by: `+${BOB}` })).status).toBe(400);
   });
 
   it('a stale member list (cachedGroupMetadata): once the client’s list is current, the new member gets the key', async () => {
