@@ -52,6 +52,8 @@
  *   POST /groups/:groupId/messages { from, and one of: text | image | video | audio | document | location | contact
  *        (as for accounts, plus replyTo? and mentions?: [phone]) | reaction: { messageId, emoji } | edit:
  *        { messageId, text } | revoke: { messageId } } → 201 { id } | 400 | 403 (not a member) | 404
+ *   POST /groups/:groupId/reads { by, messageIds } → 200 { ok } — `by`'s phone read those group messages: read
+ *        receipts (with `participant`) to each sender's companions
  *   Group messages appear in GET /accounts/:phoneNumber/messages of every member phone that received them, with
  *   `groupId` ('<id>@g.us') and `to` = the group id. A group id in a path is `<id>` or `<id>@g.us` (URL-encoded).
  *
@@ -664,6 +666,23 @@ export function createAdminHandler(
       200,
       results.map((r, i) => ({ phoneNumber: formatPhoneNumber(targets[i]!.pn), status: r.status })),
     );
+  });
+
+  on('POST', '/groups/:groupId/reads', async (req, res, p) => {
+    const group = groupOf(p.groupId);
+    const body = await readJson(req);
+    const by = bodyAccount(body, 'by');
+    const ids = body.messageIds;
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((i) => typeof i === 'string' && i)) {
+      throw new HttpError(400, 'messageIds is required and must be a non-empty array of message ids');
+    }
+    const rows = (ids as string[]).map((id) => {
+      const m = store.findGroupMessage(group.id, id);
+      if (!m || m.fromPn === by.pn) throw new HttpError(400, `messageIds: ${id} is not a message \`by\` received in this group`);
+      return m;
+    });
+    await ctx.signals.phoneReadGroup(by, groupJid(group.id), memberJid(group.addressingMode, by), rows);
+    return send(res, 200, { ok: true });
   });
 
   on('POST', '/groups/:groupId/messages', async (req, res, p) => {

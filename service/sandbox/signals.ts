@@ -116,6 +116,33 @@ export class Signals {
     this.ctx.delivery.sendToCompanions(sender.pn, receiptNode(pnJid(reader.pn), ids, 'read'));
   }
 
+  /**
+   * Phone `reader` read group messages (`messages`, grouped by sender): each sender's companions get
+   * `<receipt from="<group>" participant=<reader> type="read">` (reader named in the group's addressing mode).
+   */
+  async phoneReadGroup(
+    reader: AccountRow,
+    groupJid: string,
+    readerJid: string,
+    messages: Array<{ fromPn: string; msgId: string }>,
+  ): Promise<void> {
+    const { store } = this.ctx;
+    const bySender = new Map<string, string[]>();
+    for (const m of messages) {
+      let ids = bySender.get(m.fromPn);
+      if (!ids) bySender.set(m.fromPn, (ids = []));
+      ids.push(m.msgId);
+    }
+    const ts = nowS();
+    store.enqueue(() => {
+      for (const [sender, ids] of bySender) store.insertReceiptNow(sender, reader.pn, ids, 'read', ts);
+    });
+    await store.commit();
+    for (const [sender, ids] of bySender) {
+      this.ctx.delivery.sendToCompanions(sender, receiptNode(groupJid, ids, 'read', readerJid));
+    }
+  }
+
   /** Phone `from` is typing/recording/paused in its chat with `to`. */
   async phoneChatstate(from: AccountRow, to: AccountRow, state: ChatState): Promise<void> {
     const { store } = this.ctx;

@@ -86,6 +86,7 @@ const RECORDED: EventName[] = [
   'groups.upsert',
   'group-participants.update',
   'chats.upsert',
+  'message-receipt.update',
 ];
 
 export interface TestClient {

@@ -263,6 +263,25 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(await readersOf(BOB, mention.body.id)).toEqual([`+${PHONE}`]);
   });
 
+  it('a contact’s phone reads the client’s group messages: read receipts with the participant', async () => {
+    const mine = await c.sock.sendMessage(team, { text: 'please read me' });
+    await receivedById(BOB, mine!.key.id!);
+    const read = await api(sandbox.url, 'POST', `/groups/${encodeURIComponent(team)}/reads`, {
+      by: `+${BOB}`,
+      messageIds: [mine!.key.id],
+    });
+    expect(read.status).toBe(200);
+    const update = await c.waitFor('message-receipt.update', (us) =>
+      us.some((u) => u.key.id === mine!.key.id && !!u.receipt.readTimestamp),
+    );
+    expect(update.find((u) => u.key.id === mine!.key.id)?.receipt.userJid).toBe(`${BOB}@s.whatsapp.net`);
+    const own = await api(sandbox.url, 'POST', `/groups/${encodeURIComponent(team)}/reads`, {
+      by: `+${PHONE}`,
+      messageIds: [mine!.key.id],
+    });
+    expect(own.status).toBe(400); // one does not read one's own message
+  });
+
   it('media both ways in a group: the phones download and verify, Baileys downloads and decrypts', async () => {
     const img = randomBytes(4000);
     const sent = await c.sock.sendMessage(team, { image: img, mimetype: 'image/jpeg', caption: 'group picture' });
