@@ -21,8 +21,8 @@
  *        message in that conversation (either direction)
  *   GET  /accounts/:phoneNumber/messages  → 200 [{ id, from, to, text, timestamp, type, replyTo, media?, location?,
  *        contact?, reaction?, edit?, revoke?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
- *        readBy: [phone] }] received by that phone, oldest first (media.base64 = decrypted bytes, or null if the
- *        phone could not download/verify it)
+ *        readBy: [phone], groupId?, mentions?: [phone] }] received by that phone, oldest first (media.base64 =
+ *        decrypted bytes, or null if the phone could not download/verify it)
  *   POST /accounts/:phoneNumber/messages/:id/expire-media → 204 | 404 — delete the hosted blob of that
  *        message's media (sent or received by that phone), so downloads get 404 until a media re-upload
  *   POST /accounts/:phoneNumber/reactions { to, messageId, emoji } → 201 { id }; emoji "" removes
@@ -37,11 +37,36 @@
  *        text messages (1 s apart from `startAt`, default so the last is now) with `with` (any E.164 number);
  *        a companion linked afterwards gets them in its history sync (already-synced companions do not)
  *
+ *   POST /groups { creator, subject, participants: [phone], addressingMode?: pn|lid } → 201 { id: '<id>@g.us' }
+ *        | 400 | 404 (an unknown account); the creator is the group's superadmin
+ *   GET  /groups?member=                  → 200 [group] every group (or those `member` is in), oldest first
+ *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
+ *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
+ *        isAdmin }] } | 404
+ *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes), announce?: boolean (only admins
+ *        send), locked?: boolean (only admins edit), ephemeral?: seconds (0 = off) } → 200 group | 400 | 403 (not a
+ *        member; not an admin for announce/locked, or for anything in a locked group) | 404
+ *   POST /groups/:groupId/participants { by, action: add|remove|promote|demote, participants: [phone] }
+ *        → 200 [{ phoneNumber, status }] (200, 404 not a member/unknown, 409 already a member, 403 the creator)
+ *        | 403 `Not a group admin` | 404
+ *   POST /groups/:groupId/messages { from, and one of: text | image | video | audio | document | location | contact
+ *        (as for accounts, plus replyTo? and mentions?: [phone]) | reaction: { messageId, emoji } | edit:
+ *        { messageId, text } | revoke: { messageId } } → 201 { id } | 400 | 403 (not a member) | 404
+ *   POST /groups/:groupId/reads { by, messageIds } → 200 { ok } — `by`'s phone read those group messages: read
+ *        receipts (with `participant`) to each sender's companions
+ *   Group messages appear in GET /accounts/:phoneNumber/messages of every member phone that received them, with
+ *   `groupId` ('<id>@g.us') and `to` = the group id. A group id in a path is `<id>` or `<id>@g.us` (URL-encoded).
+ *
+ * Every request: `Host` must be this server's port on a loopback name (or its bound address), an `Origin` header
+ * must be this server's own origin (403 `Host not allowed` / `Origin not allowed`), and a request body must be
+ * `application/json` (415). Routing is find-my-way's; an unknown path is 404, a known path with another method 405.
+ *
  * Phone numbers are accepted as `+15550100`, `15550100` or `+1 555 0100` (URL-encoded in paths);
  * responses use `+<digits>`. Errors are `{ message, statusCode, error }` (error = HTTP status text);
  * 400 messages name the offending field; an unknown account is 404 `Account not found`.
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import FindMyWay from 'find-my-way';
 import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
@@ -50,7 +75,19 @@ import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
-import type { AccountRow } from './store.ts';
+import type { AccountRow, GroupRow, MessageRow } from './store.ts';
+import { parseHost } from '../http/plugins/hardening.ts';
+import {
+  GroupError,
+  MAX_DESCRIPTION,
+  MAX_EPHEMERAL,
+  MAX_SUBJECT,
+  PARTICIPANT_ACTIONS,
+  groupJid,
+  memberJid,
+  parseGroupId,
+  type ParticipantAction,
+} from './groups.ts';
 import { formatPhoneNumber, lidJid, parsePhoneNumber, pnJid } from './phone-number.ts';
 
 const MAX_BODY = 1 << 20;
@@ -87,7 +124,13 @@ function sendError(res: ServerResponse, status: number, message: string): void {
 /** Close codes `POST …/devices/:id/disconnect` can produce (Baileys' DisconnectReason values, brief A4). */
 const DISCONNECT_CODES = [408, 428, 440, 500, 503, 515];
 
+/** Read a JSON object body. @throws HttpError 415 unless `Content-Type` is `application/json`, 413, 400. */
 function readJson(req: IncomingMessage, maxBody = MAX_BODY): Promise<Json> {
+  const type = req.headers['content-type']?.split(';', 1)[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    req.resume();
+    return Promise.reject(new HttpError(415, 'Content-Type must be application/json'));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -184,22 +227,65 @@ function parseLocation(value: unknown): {
   };
 }
 
+/** The sandbox's own origins and Host names for a request's local socket (loopback names and the bound address). */
+function ownNames(req: IncomingMessage): string[] {
+  const address = req.socket.localAddress;
+  const v4 = address ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
+  const local = v4 ?? (address?.includes(':') ? `[${address.toLowerCase()}]` : address);
+  return ['127.0.0.1', 'localhost', '[::1]', ...(local ? [local] : [])];
+}
+
+/**
+ * Whether `Host` names this server's port on a loopback name or the address it is bound to (no DNS rebinding);
+ * also checked on the protocol WebSocket's upgrade (whose `Origin` is Baileys' own, `https://web.whatsapp.com`).
+ */
+export function hostAllowed(req: IncomingMessage): boolean {
+  const host = parseHost(req.headers.host);
+  return !!host && host.port === req.socket.localPort && ownNames(req).includes(host.name);
+}
+
+/**
+ * The guard in front of every admin route (issue 20): `Host` must name this server's port on a loopback name
+ * (or the address it is bound to) — no DNS rebinding; an `Origin` header, on any method, must be this server's
+ * own origin (`http://<name>:<port>`) — no other web page may drive a simulated phone. 403 otherwise.
+ */
+function checkHostAndOrigin(req: IncomingMessage): void {
+  const port = req.socket.localPort;
+  const names = ownNames(req);
+  if (!hostAllowed(req)) throw new HttpError(403, 'Host not allowed');
+  const origin = req.headers.origin;
+  if (origin !== undefined && !names.some((n) => origin === `http://${n}:${port}`)) {
+    throw new HttpError(403, 'Origin not allowed');
+  }
+}
+
+type Params = Record<string, string | undefined>;
+type Route = (req: IncomingMessage, res: ServerResponse, params: Params) => Promise<void> | void;
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
 /** Create the request handler for the admin API (mounted on the sandbox's HTTP server). */
 export function createAdminHandler(
   ctx: SandboxContext,
   info: () => { wsUrl: string; caCertPem: string },
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const { accounts, store } = ctx;
+  const router = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
+  const on = (method: (typeof METHODS)[number], path: string, route: Route): void =>
+    router.on(method, path, route as unknown as FindMyWay.Handler<FindMyWay.HTTPVersion.V1>);
 
-  const accountFromPath = (raw: string): AccountRow => {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(raw);
-    } catch {
-      throw new HttpError(400, 'phoneNumber in the path is not valid URL encoding');
-    }
-    const pn = parsePhoneNumber(decoded);
+  const accountOf = (raw: string | undefined): AccountRow => {
+    const pn = parsePhoneNumber(raw);
     if (!pn) throw new HttpError(400, 'phoneNumber in the path must be an E.164 phone number');
+    const account = accounts.get(pn);
+    if (!account) throw new HttpError(404, 'Account not found');
+    return account;
+  };
+
+  /** An account named in a body field (400 if malformed, 404 if unknown). */
+  const bodyAccount = (body: Json, field: string): AccountRow => {
+    const pn = parsePhoneNumber(body[field]);
+    if (!pn) throw new HttpError(400, `${field} is required and must be an E.164 phone number (e.g. +15550101)`);
     const account = accounts.get(pn);
     if (!account) throw new HttpError(404, 'Account not found');
     return account;
@@ -207,320 +293,572 @@ export function createAdminHandler(
 
   /** The `to` account of a body (400 if malformed or the sender itself, 404 if unknown). */
   const recipientOf = (body: Json, sender: AccountRow): AccountRow => {
-    const toPn = parsePhoneNumber(body.to);
-    if (!toPn) throw new HttpError(400, 'to is required and must be an E.164 phone number (e.g. +15550101)');
-    const recipient = accounts.get(toPn);
-    if (!recipient) throw new HttpError(404, 'Account not found');
+    const recipient = bodyAccount(body, 'to');
     if (recipient.pn === sender.pn) throw new HttpError(400, 'to must be a different account than the sender');
     return recipient;
   };
 
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://sandbox').pathname.replace(/\/+$/, '') || '/';
-    const parts = path.split('/').filter(Boolean);
+  const groupOf = (raw: string | undefined): GroupRow => {
+    const id = parseGroupId(raw);
+    if (!id) throw new HttpError(400, 'groupId in the path must be a group id (e.g. 120363012345678901@g.us)');
+    const group = ctx.groups.get(id);
+    if (!group) throw new HttpError(404, 'Group not found');
+    return group;
+  };
 
-    if (path === '/') {
-      if (method !== 'GET') throw new HttpError(405, 'Method not allowed');
-      return send(res, 200, {
-        name: 'switchboard-sandbox',
-        rootPublicKey: ctx.identity.rootKey.public.toString('hex'),
-        wsUrl: info().wsUrl,
-        caCertPem: info().caCertPem,
-        mediaHost: ctx.media.host,
-        accounts: accounts.count(),
-        online: ctx.delivery.onlineCount,
-        pairing: ctx.pairing.waitingCount,
+  const participantsOf = (body: Json): AccountRow[] => {
+    const raw = body.participants;
+    if (!Array.isArray(raw) || raw.length > 1024) {
+      throw new HttpError(400, 'participants is required and must be an array of phone numbers');
+    }
+    return raw.map((v, i) => {
+      const pn = parsePhoneNumber(v);
+      if (!pn) throw new HttpError(400, `participants[${i}] must be an E.164 phone number`);
+      const a = accounts.get(pn);
+      if (!a) throw new HttpError(404, 'Account not found');
+      return a;
+    });
+  };
+
+  const deviceIdOf = (raw: string | undefined): number => {
+    const deviceId = Number(raw);
+    if (!Number.isInteger(deviceId) || deviceId < 1) throw new HttpError(400, 'deviceId must be a positive integer');
+    return deviceId;
+  };
+
+  const noContent = (res: ServerResponse): void => {
+    res.writeHead(204).end();
+  };
+
+  // ---- info and accounts --------------------------------------------------------------------
+
+  on('GET', '/', (_req, res) =>
+    send(res, 200, {
+      name: 'switchboard-sandbox',
+      rootPublicKey: ctx.identity.rootKey.public.toString('hex'),
+      wsUrl: info().wsUrl,
+      caCertPem: info().caCertPem,
+      mediaHost: ctx.media.host,
+      accounts: accounts.count(),
+      online: ctx.delivery.onlineCount,
+      pairing: ctx.pairing.waitingCount,
+    }),
+  );
+
+  on('GET', '/accounts', (_req, res) =>
+    send(
+      res,
+      200,
+      accounts.list().map((a) => accounts.view(a)),
+    ),
+  );
+
+  on('POST', '/accounts', async (req, res) => {
+    const body = await readJson(req);
+    const pn = parsePhoneNumber(body.phoneNumber);
+    if (!pn) throw new HttpError(400, 'phoneNumber is required and must be an E.164 phone number (e.g. +15550100)');
+    const pushName = requireString(body, 'pushName', MAX_NAME).trim();
+    try {
+      return send(res, 201, accounts.view(accounts.create(pn, pushName)));
+    } catch (err) {
+      if (err instanceof AccountExistsError) throw new HttpError(409, 'Account already exists');
+      throw err;
+    }
+  });
+
+  on('GET', '/accounts/:phoneNumber', (_req, res, p) => send(res, 200, accounts.view(accountOf(p.phoneNumber))));
+
+  on('GET', '/accounts/:phoneNumber/devices', (_req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    return send(
+      res,
+      200,
+      store.listDevices(account.pn).map((d) => ({
+        deviceId: d.deviceId,
+        jid: pnJid(account.pn, d.deviceId),
+        lid: lidJid(account.lid, d.deviceId),
+        platform: d.platform,
+        online: ctx.delivery.isOnline(account.pn, d.deviceId),
+        linkedAt: new Date(d.createdAt).toISOString(),
+        lastSeenAt: d.lastSeenAt === null ? null : new Date(d.lastSeenAt * 1000).toISOString(),
+      })),
+    );
+  });
+
+  on('DELETE', '/accounts/:phoneNumber/devices/:deviceId', (_req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const deviceId = deviceIdOf(p.deviceId);
+    if (!ctx.delivery.unlinkDevice(account, deviceId)) throw new HttpError(404, 'Device not found');
+    noContent(res);
+  });
+
+  on('POST', '/accounts/:phoneNumber/devices/:deviceId/disconnect', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const deviceId = deviceIdOf(p.deviceId);
+    const body = await readJson(req);
+    const code = (body as { code?: unknown }).code;
+    if (!Number.isInteger(code) || !DISCONNECT_CODES.includes(code as number)) {
+      throw new HttpError(400, `body/code must be one of ${DISCONNECT_CODES.join(', ')}`);
+    }
+    if (!store.getDevice(account.pn, deviceId)) throw new HttpError(404, 'Device not found');
+    if (!ctx.delivery.disconnectDevice(account, deviceId, code as number)) throw new HttpError(409, 'Device is not connected');
+    noContent(res);
+  });
+
+  on('POST', '/accounts/:phoneNumber/scan', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const qr = requireString(body, 'qr', 4096);
+    try {
+      return send(res, 200, await ctx.pairing.scan(account, qr));
+    } catch (err) {
+      if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
+      throw err;
+    }
+  });
+
+  // ---- 1:1 messages and signals -------------------------------------------------------------
+
+  on('GET', '/accounts/:phoneNumber/messages', (_req, res, p) =>
+    send(res, 200, receivedMessagesView(store, accountOf(p.phoneNumber).pn)),
+  );
+
+  on('POST', '/accounts/:phoneNumber/messages', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req, MAX_MEDIA_BODY);
+    const recipient = recipientOf(body, account);
+    let contextInfo: proto.IContextInfo | undefined;
+    if (body.replyTo !== undefined) {
+      if (typeof body.replyTo !== 'string' || !body.replyTo) throw new HttpError(400, 'replyTo must be a message id');
+      const quoted = store.findMessageInChat(account.pn, recipient.pn, body.replyTo);
+      if (!quoted) throw new HttpError(400, 'replyTo is not a message in this conversation');
+      contextInfo = quoteOf(quoted, pnJid(quoted.fromPn));
+    }
+    const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });
+    return send(res, 201, { id });
+  });
+
+  on('POST', '/accounts/:phoneNumber/messages/:id/expire-media', (_req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const row = store.findMessageForPhone(account.pn, p.id ?? '');
+    if (!row) throw new HttpError(404, 'Message not found');
+    if (!ctx.media.expireMessageMedia(proto.Message.decode(row.message))) {
+      throw new HttpError(404, 'Message has no live media');
+    }
+    noContent(res);
+  });
+
+  on('POST', '/accounts/:phoneNumber/reactions', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const recipient = recipientOf(body, account);
+    const messageId = requireString(body, 'messageId', 128);
+    const emoji = emojiOf(body);
+    const target = store.findMessageInChat(account.pn, recipient.pn, messageId);
+    if (!target) throw new HttpError(400, 'messageId is not a message in this conversation');
+    const message: proto.IMessage = {
+      reactionMessage: {
+        key: { remoteJid: pnJid(recipient.pn), fromMe: target.fromPn === account.pn, id: messageId },
+        text: emoji,
+        senderTimestampMs: Date.now(),
+      },
+    };
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, message);
+    return send(res, 201, { id });
+  });
+
+  on('POST', '/accounts/:phoneNumber/edits', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const recipient = recipientOf(body, account);
+    const messageId = requireString(body, 'messageId', 128);
+    const text = requireString(body, 'text', MAX_TEXT);
+    const target = store.getMessage(account.pn, messageId);
+    if (!target || target.toPn !== recipient.pn || classify(proto.Message.decode(target.message)).type !== 'text') {
+      throw new HttpError(400, 'messageId must be a text message this phone sent to `to`');
+    }
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, editOf(pnJid(recipient.pn), messageId, text));
+    return send(res, 201, { id });
+  });
+
+  on('POST', '/accounts/:phoneNumber/reads', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const sender = recipientOf(body, account);
+    const ids = body.messageIds;
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((i) => typeof i === 'string' && i)) {
+      throw new HttpError(400, 'messageIds is required and must be a non-empty array of message ids');
+    }
+    for (const id of ids as string[]) {
+      const m = store.getMessage(sender.pn, id);
+      if (!m || m.toPn !== account.pn) throw new HttpError(400, `messageIds: ${id} is not a message received from to`);
+    }
+    await ctx.signals.phoneRead(account, sender, ids as string[]);
+    return send(res, 200, { ok: true });
+  });
+
+  on('POST', '/accounts/:phoneNumber/chatstate', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const to = recipientOf(body, account);
+    const state = body.state;
+    if (state !== 'composing' && state !== 'recording' && state !== 'paused') {
+      throw new HttpError(400, 'state must be one of composing, recording, paused');
+    }
+    await ctx.signals.phoneChatstate(account, to, state as ChatState);
+    return send(res, 200, { ok: true });
+  });
+
+  on('POST', '/accounts/:phoneNumber/presence', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    if (body.type !== 'available' && body.type !== 'unavailable') {
+      throw new HttpError(400, 'type must be one of available, unavailable');
+    }
+    await ctx.signals.phonePresence(account, body.type as PresenceType);
+    return send(res, 200, { ok: true });
+  });
+
+  on('GET', '/accounts/:phoneNumber/receipts', (_req, res, p) =>
+    send(
+      res,
+      200,
+      store.listReceipts(accountOf(p.phoneNumber).pn).map((r) => ({
+        from: formatPhoneNumber(r.fromPn),
+        messageIds: r.msgIds,
+        type: r.type,
+        timestamp: r.ts,
+      })),
+    ),
+  );
+
+  on('GET', '/accounts/:phoneNumber/chatstates', (_req, res, p) =>
+    send(
+      res,
+      200,
+      store
+        .listChatstates(accountOf(p.phoneNumber).pn)
+        .map((c) => ({ from: formatPhoneNumber(c.fromPn), state: c.state, timestamp: c.ts })),
+    ),
+  );
+
+  on('POST', '/accounts/:phoneNumber/history', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const withPn = parsePhoneNumber(body.with);
+    if (!withPn) throw new HttpError(400, 'with is required and must be an E.164 phone number (e.g. +15550101)');
+    if (withPn === account.pn) throw new HttpError(400, 'with must be a different number than the account');
+    const count = body.count;
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_HISTORY) {
+      throw new HttpError(400, `count is required and must be an integer between 1 and ${MAX_HISTORY}`);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const startAt = body.startAt ?? now - count;
+    if (typeof startAt !== 'number' || !Number.isInteger(startAt) || startAt < 0) {
+      throw new HttpError(400, 'startAt must be a unix time in seconds');
+    }
+    const rows = [];
+    for (let i = 0; i < count; i++) {
+      const fromPn = i % 2 === 0 ? withPn : account.pn;
+      const toPn = i % 2 === 0 ? account.pn : withPn;
+      const text = `History message ${i + 1} of ${count}`;
+      rows.push({
+        msgId: generateMessageIDV2(pnJid(fromPn)),
+        fromPn,
+        toPn,
+        ts: startAt + i,
+        text,
+        message: Buffer.from(proto.Message.encode({ conversation: text }).finish()),
       });
     }
-    if (parts[0] !== 'accounts' || parts.length > 5) throw new HttpError(404, 'Route not found');
+    store.insertMessagesBulk(rows);
+    return send(res, 201, { count });
+  });
 
-    if (parts.length === 1) {
-      if (method === 'GET')
-        return send(
-          res,
-          200,
-          accounts.list().map((a) => accounts.view(a)),
-        );
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const pn = parsePhoneNumber(body.phoneNumber);
-      if (!pn) throw new HttpError(400, 'phoneNumber is required and must be an E.164 phone number (e.g. +15550100)');
-      const pushName = requireString(body, 'pushName', MAX_NAME).trim();
-      try {
-        return send(res, 201, accounts.view(accounts.create(pn, pushName)));
-      } catch (err) {
-        if (err instanceof AccountExistsError) throw new HttpError(409, 'Account already exists');
-        throw err;
-      }
-    }
+  // ---- groups -------------------------------------------------------------------------------
 
-    const account = accountFromPath(parts[1] ?? '');
-    const sub = parts[2];
-    if (sub === undefined) {
-      if (method !== 'GET') throw new HttpError(405, 'Method not allowed');
-      return send(res, 200, accounts.view(account));
+  on('POST', '/groups', async (req, res) => {
+    const body = await readJson(req);
+    const creator = bodyAccount(body, 'creator');
+    const subject = requireString(body, 'subject', MAX_SUBJECT).trim();
+    const members = participantsOf(body);
+    const mode = body.addressingMode ?? 'pn';
+    if (mode !== 'pn' && mode !== 'lid') throw new HttpError(400, 'addressingMode must be one of pn, lid');
+    const group = ctx.groups.create(creator, subject, members, mode);
+    return send(res, 201, { id: groupJid(group.id) });
+  });
+
+  on('GET', '/groups', (req, res) => {
+    const member = new URL(req.url ?? '/', 'http://sandbox').searchParams.get('member');
+    let groups: GroupRow[];
+    if (member === null) groups = store.listGroups();
+    else {
+      const pn = parsePhoneNumber(member);
+      if (!pn) throw new HttpError(400, 'member must be an E.164 phone number');
+      groups = store.listGroupsOf(pn);
     }
-    if (sub === 'devices' && parts.length === 4) {
-      if (method !== 'DELETE') throw new HttpError(405, 'Method not allowed');
-      const deviceId = Number(parts[3]);
-      if (!Number.isInteger(deviceId) || deviceId < 1) throw new HttpError(400, 'deviceId must be a positive integer');
-      if (!ctx.delivery.unlinkDevice(account, deviceId)) throw new HttpError(404, 'Device not found');
-      res.writeHead(204).end();
-      return;
+    return send(
+      res,
+      200,
+      groups.map((g) => ctx.groups.view(g)),
+    );
+  });
+
+  on('GET', '/groups/:groupId', (_req, res, p) => send(res, 200, ctx.groups.view(groupOf(p.groupId))));
+
+  on('PATCH', '/groups/:groupId', async (req, res, p) => {
+    const group = groupOf(p.groupId);
+    const body = await readJson(req);
+    const by = bodyAccount(body, 'by');
+    const subject = optionalString(body, 'subject', 'subject', MAX_SUBJECT);
+    const description = body.description === null ? null : optionalString(body, 'description', 'description', MAX_DESCRIPTION);
+    const flag = (key: 'announce' | 'locked'): boolean | undefined => {
+      const v = body[key];
+      if (v !== undefined && typeof v !== 'boolean') throw new HttpError(400, `${key} must be a boolean`);
+      return v;
+    };
+    const announce = flag('announce');
+    const locked = flag('locked');
+    const ephemeral = body.ephemeral;
+    if (
+      ephemeral !== undefined &&
+      (typeof ephemeral !== 'number' || !Number.isInteger(ephemeral) || ephemeral < 0 || ephemeral > MAX_EPHEMERAL)
+    ) {
+      throw new HttpError(400, `ephemeral must be an integer number of seconds between 0 and ${MAX_EPHEMERAL}`);
     }
-    if (sub === 'devices' && parts.length === 5 && parts[4] === 'disconnect') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const deviceId = Number(parts[3]);
-      if (!Number.isInteger(deviceId) || deviceId < 1) throw new HttpError(400, 'deviceId must be a positive integer');
-      const body = await readJson(req);
-      const code = (body as { code?: unknown }).code;
-      if (!Number.isInteger(code) || !DISCONNECT_CODES.includes(code as number)) {
-        throw new HttpError(400, `body/code must be one of ${DISCONNECT_CODES.join(', ')}`);
-      }
-      if (!store.getDevice(account.pn, deviceId)) throw new HttpError(404, 'Device not found');
-      if (!ctx.delivery.disconnectDevice(account, deviceId, code as number)) throw new HttpError(409, 'Device is not connected');
-      res.writeHead(204).end();
-      return;
+    if ([subject, description, announce, locked, ephemeral].every((v) => v === undefined)) {
+      throw new HttpError(400, 'one of subject, description, announce, locked, ephemeral is required');
     }
-    if (sub === 'messages' && parts.length === 5 && parts[4] === 'expire-media') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const row = store.findMessageForPhone(account.pn, decodeURIComponent(parts[3] ?? ''));
-      if (!row) throw new HttpError(404, 'Message not found');
-      if (!ctx.media.expireMessageMedia(proto.Message.decode(row.message))) {
-        throw new HttpError(404, 'Message has no live media');
-      }
-      res.writeHead(204).end();
-      return;
+    if (subject !== undefined && !subject.trim()) throw new HttpError(400, 'subject must be a non-empty string');
+    if (subject !== undefined) ctx.groups.setSubject(group, by, subject.trim());
+    if (description !== undefined) ctx.groups.setDescription(ctx.groups.require(group.id), by, description || null);
+    if (announce !== undefined || locked !== undefined || ephemeral !== undefined) {
+      ctx.groups.updateSettings(ctx.groups.require(group.id), by, {
+        announce,
+        locked,
+        ephemeral: ephemeral as number | undefined,
+      });
     }
-    if (parts.length >= 4) throw new HttpError(404, 'Route not found');
-    if (sub === 'devices') {
-      if (method !== 'GET') throw new HttpError(405, 'Method not allowed');
-      return send(
-        res,
-        200,
-        store.listDevices(account.pn).map((d) => ({
-          deviceId: d.deviceId,
-          jid: pnJid(account.pn, d.deviceId),
-          lid: lidJid(account.lid, d.deviceId),
-          platform: d.platform,
-          online: ctx.delivery.isOnline(account.pn, d.deviceId),
-          linkedAt: new Date(d.createdAt).toISOString(),
-          lastSeenAt: d.lastSeenAt === null ? null : new Date(d.lastSeenAt * 1000).toISOString(),
-        })),
-      );
+    return send(res, 200, ctx.groups.view(ctx.groups.require(group.id)));
+  });
+
+  on('POST', '/groups/:groupId/participants', async (req, res, p) => {
+    const group = groupOf(p.groupId);
+    const body = await readJson(req);
+    const by = bodyAccount(body, 'by');
+    const action = body.action;
+    if (typeof action !== 'string' || !(PARTICIPANT_ACTIONS as readonly string[]).includes(action)) {
+      throw new HttpError(400, `action must be one of ${PARTICIPANT_ACTIONS.join(', ')}`);
     }
-    if (sub === 'scan') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const qr = requireString(body, 'qr', 4096);
-      try {
-        return send(res, 200, await ctx.pairing.scan(account, qr));
-      } catch (err) {
-        if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
-        throw err;
-      }
+    const raw = body.participants;
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > 1024) {
+      throw new HttpError(400, 'participants is required and must be a non-empty array of phone numbers');
     }
-    if (sub === 'messages') {
-      if (method === 'GET') return send(res, 200, receivedMessagesView(store, account.pn));
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req, MAX_MEDIA_BODY);
-      const recipient = recipientOf(body, account);
-      const kinds = CONTENT_FIELDS.filter((k) => body[k] !== undefined && body[k] !== null);
-      if (kinds.length === 0) {
-        throw new HttpError(400, `one of ${CONTENT_FIELDS.join(', ')} is required (text is a non-empty string)`);
-      }
-      if (kinds.length > 1) {
-        throw new HttpError(400, `exactly one of ${CONTENT_FIELDS.join(', ')} is allowed (got ${kinds.join(', ')})`);
-      }
-      let contextInfo: proto.IContextInfo | undefined;
-      if (body.replyTo !== undefined) {
-        if (typeof body.replyTo !== 'string' || !body.replyTo) throw new HttpError(400, 'replyTo must be a message id');
-        const quoted = store.findMessageInChat(account.pn, recipient.pn, body.replyTo);
-        if (!quoted) throw new HttpError(400, 'replyTo is not a message in this conversation');
-        const quotedMessage = proto.Message.decode(quoted.message);
-        quotedMessage.messageContextInfo = null;
-        contextInfo = { stanzaId: quoted.msgId, participant: pnJid(quoted.fromPn), quotedMessage };
-      }
-      const kind = kinds[0]!;
-      let message: proto.IMessage;
-      let mediaPlaintext: Buffer | undefined;
-      if (kind === 'text') {
-        const text = requireString(body, 'text', MAX_TEXT);
-        message = contextInfo ? { extendedTextMessage: { text, contextInfo } } : { conversation: text };
-      } else if (kind === 'location') {
-        const l = parseLocation(body.location);
-        message = {
-          locationMessage: {
-            degreesLatitude: l.latitude,
-            degreesLongitude: l.longitude,
-            ...(l.name ? { name: l.name } : {}),
-            ...(l.address ? { address: l.address } : {}),
-            ...(contextInfo ? { contextInfo } : {}),
-          },
-        };
-      } else if (kind === 'contact') {
-        const c = asObject(body.contact, 'contact');
-        const name = requireString(c, 'name', MAX_NAME, 'contact.name').trim();
-        const pn = parsePhoneNumber(c.phoneNumber);
-        if (!pn) throw new HttpError(400, 'contact.phoneNumber must be an E.164 phone number');
-        const vcard = buildVcard({ name, phoneNumber: formatPhoneNumber(pn) });
-        message = { contactMessage: { displayName: name, vcard, ...(contextInfo ? { contextInfo } : {}) } };
-      } else {
-        const input = parseMedia(body[kind], kind);
-        const hosted = await ctx.media.hostMedia(input.data, input.kind);
-        message = mediaMessage(input, { ...hosted, fileLength: input.data.length }, contextInfo);
-        mediaPlaintext = input.data;
-      }
-      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });
-      return send(res, 201, { id });
+    const targets = raw.map((v, i) => {
+      const pn = parsePhoneNumber(v);
+      if (!pn) throw new HttpError(400, `participants[${i}] must be an E.164 phone number`);
+      return { jid: pnJid(pn), pn, account: accounts.get(pn) };
+    });
+    const results = ctx.groups.updateParticipants(group, by, action as ParticipantAction, targets);
+    return send(
+      res,
+      200,
+      results.map((r, i) => ({ phoneNumber: formatPhoneNumber(targets[i]!.pn), status: r.status })),
+    );
+  });
+
+  on('POST', '/groups/:groupId/reads', async (req, res, p) => {
+    const group = groupOf(p.groupId);
+    const body = await readJson(req);
+    const by = bodyAccount(body, 'by');
+    const ids = body.messageIds;
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((i) => typeof i === 'string' && i)) {
+      throw new HttpError(400, 'messageIds is required and must be a non-empty array of message ids');
     }
-    if (sub === 'reactions') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const recipient = recipientOf(body, account);
-      const messageId = requireString(body, 'messageId', 128);
-      if (typeof body.emoji !== 'string')
-        throw new HttpError(400, 'emoji is required (a string; "" removes the reaction)');
-      if (body.emoji.length > 32) throw new HttpError(400, 'emoji must be at most 32 characters');
-      const target = store.findMessageInChat(account.pn, recipient.pn, messageId);
-      if (!target) throw new HttpError(400, 'messageId is not a message in this conversation');
-      const message: proto.IMessage = {
+    const rows = (ids as string[]).map((id) => {
+      const m = store.findGroupMessage(group.id, id);
+      if (!m || m.fromPn === by.pn) throw new HttpError(400, `messageIds: ${id} is not a message \`by\` received in this group`);
+      return m;
+    });
+    await ctx.signals.phoneReadGroup(by, groupJid(group.id), memberJid(group.addressingMode, by), rows);
+    return send(res, 200, { ok: true });
+  });
+
+  on('POST', '/groups/:groupId/messages', async (req, res, p) => {
+    const group = groupOf(p.groupId);
+    const body = await readJson(req, MAX_MEDIA_BODY);
+    const from = bodyAccount(body, 'from');
+    const gjid = groupJid(group.id);
+    const mode = group.addressingMode;
+    const senderJid = (pn: string): string => {
+      const a = accounts.get(pn);
+      return a ? memberJid(mode, a) : pnJid(pn);
+    };
+    const targetOf = (o: Json, field: string) => {
+      const messageId = requireString(o, 'messageId', 128, `${field}.messageId`);
+      const target = store.findGroupMessage(group.id, messageId);
+      if (!target) throw new HttpError(400, `${field}.messageId is not a message in this group`);
+      return target;
+    };
+    let message: proto.IMessage;
+    let mediaPlaintext: Buffer | undefined;
+    if (body.reaction !== undefined) {
+      const r = asObject(body.reaction, 'reaction');
+      const target = targetOf(r, 'reaction');
+      const emoji = emojiOf(r, 'reaction.emoji');
+      const fromMe = target.fromPn === from.pn;
+      message = {
         reactionMessage: {
-          key: { remoteJid: pnJid(recipient.pn), fromMe: target.fromPn === account.pn, id: messageId },
-          text: body.emoji,
+          key: { remoteJid: gjid, fromMe, id: target.msgId, ...(fromMe ? {} : { participant: senderJid(target.fromPn) }) },
+          text: emoji,
           senderTimestampMs: Date.now(),
         },
       };
-      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message);
-      return send(res, 201, { id });
-    }
-    if (sub === 'edits') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const recipient = recipientOf(body, account);
-      const messageId = requireString(body, 'messageId', 128);
-      const text = requireString(body, 'text', MAX_TEXT);
-      const target = store.getMessage(account.pn, messageId);
-      if (!target || target.toPn !== recipient.pn || classify(proto.Message.decode(target.message)).type !== 'text') {
-        throw new HttpError(400, 'messageId must be a text message this phone sent to `to`');
+    } else if (body.edit !== undefined) {
+      const e = asObject(body.edit, 'edit');
+      const target = targetOf(e, 'edit');
+      const text = requireString(e, 'text', MAX_TEXT, 'edit.text');
+      if (target.fromPn !== from.pn || classify(proto.Message.decode(target.message)).type !== 'text') {
+        throw new HttpError(400, 'edit.messageId must be a text message `from` sent to this group');
       }
-      const message: proto.IMessage = {
+      message = editOf(gjid, target.msgId, text);
+    } else if (body.revoke !== undefined) {
+      const target = targetOf(asObject(body.revoke, 'revoke'), 'revoke');
+      if (target.fromPn !== from.pn) throw new HttpError(400, 'revoke.messageId must be a message `from` sent');
+      message = {
         protocolMessage: {
-          type: proto.Message.ProtocolMessage.Type.MESSAGE_EDIT,
-          key: { remoteJid: pnJid(recipient.pn), fromMe: true, id: messageId },
-          editedMessage: { conversation: text },
-          timestampMs: Date.now(),
+          type: proto.Message.ProtocolMessage.Type.REVOKE,
+          key: { remoteJid: gjid, fromMe: true, id: target.msgId },
         },
       };
-      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message);
-      return send(res, 201, { id });
-    }
-    if (sub === 'reads') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const sender = recipientOf(body, account);
-      const ids = body.messageIds;
-      if (
-        !Array.isArray(ids) ||
-        ids.length === 0 ||
-        ids.length > 1000 ||
-        !ids.every((i) => typeof i === 'string' && i)
-      ) {
-        throw new HttpError(400, 'messageIds is required and must be a non-empty array of message ids');
+    } else {
+      let contextInfo: proto.IContextInfo | undefined;
+      if (body.replyTo !== undefined) {
+        if (typeof body.replyTo !== 'string' || !body.replyTo) throw new HttpError(400, 'replyTo must be a message id');
+        const quoted = store.findGroupMessage(group.id, body.replyTo);
+        if (!quoted) throw new HttpError(400, 'replyTo is not a message in this group');
+        contextInfo = quoteOf(quoted, senderJid(quoted.fromPn));
       }
-      for (const id of ids as string[]) {
-        const m = store.getMessage(sender.pn, id);
-        if (!m || m.toPn !== account.pn)
-          throw new HttpError(400, `messageIds: ${id} is not a message received from to`);
-      }
-      await ctx.signals.phoneRead(account, sender, ids as string[]);
-      return send(res, 200, { ok: true });
-    }
-    if (sub === 'chatstate') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const to = recipientOf(body, account);
-      const state = body.state;
-      if (state !== 'composing' && state !== 'recording' && state !== 'paused') {
-        throw new HttpError(400, 'state must be one of composing, recording, paused');
-      }
-      await ctx.signals.phoneChatstate(account, to, state as ChatState);
-      return send(res, 200, { ok: true });
-    }
-    if (sub === 'presence') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      if (body.type !== 'available' && body.type !== 'unavailable') {
-        throw new HttpError(400, 'type must be one of available, unavailable');
-      }
-      await ctx.signals.phonePresence(account, body.type as PresenceType);
-      return send(res, 200, { ok: true });
-    }
-    if (sub === 'receipts') {
-      if (method !== 'GET') throw new HttpError(405, 'Method not allowed');
-      return send(
-        res,
-        200,
-        store.listReceipts(account.pn).map((r) => ({
-          from: formatPhoneNumber(r.fromPn),
-          messageIds: r.msgIds,
-          type: r.type,
-          timestamp: r.ts,
-        })),
-      );
-    }
-    if (sub === 'chatstates') {
-      if (method !== 'GET') throw new HttpError(405, 'Method not allowed');
-      return send(
-        res,
-        200,
-        store
-          .listChatstates(account.pn)
-          .map((c) => ({ from: formatPhoneNumber(c.fromPn), state: c.state, timestamp: c.ts })),
-      );
-    }
-    if (sub === 'history') {
-      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
-      const body = await readJson(req);
-      const withPn = parsePhoneNumber(body.with);
-      if (!withPn) throw new HttpError(400, 'with is required and must be an E.164 phone number (e.g. +15550101)');
-      if (withPn === account.pn) throw new HttpError(400, 'with must be a different number than the account');
-      const count = body.count;
-      if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_HISTORY) {
-        throw new HttpError(400, `count is required and must be an integer between 1 and ${MAX_HISTORY}`);
-      }
-      const now = Math.floor(Date.now() / 1000);
-      const startAt = body.startAt ?? now - count;
-      if (typeof startAt !== 'number' || !Number.isInteger(startAt) || startAt < 0) {
-        throw new HttpError(400, 'startAt must be a unix time in seconds');
-      }
-      const rows = [];
-      for (let i = 0; i < count; i++) {
-        const fromPn = i % 2 === 0 ? withPn : account.pn;
-        const toPn = i % 2 === 0 ? account.pn : withPn;
-        const text = `History message ${i + 1} of ${count}`;
-        rows.push({
-          msgId: generateMessageIDV2(pnJid(fromPn)),
-          fromPn,
-          toPn,
-          ts: startAt + i,
-          text,
-          message: Buffer.from(proto.Message.encode({ conversation: text }).finish()),
+      if (body.mentions !== undefined) {
+        if (!Array.isArray(body.mentions) || body.mentions.length > 1024) {
+          throw new HttpError(400, 'mentions must be an array of phone numbers');
+        }
+        const mentionedJid = body.mentions.map((v, i) => {
+          const pn = parsePhoneNumber(v);
+          if (!pn) throw new HttpError(400, `mentions[${i}] must be an E.164 phone number`);
+          return senderJid(pn);
         });
+        contextInfo = { ...contextInfo, mentionedJid };
       }
-      store.insertMessagesBulk(rows);
-      return send(res, 201, { count });
+      ({ message, mediaPlaintext } = await buildContent(ctx, body, contextInfo));
     }
-    throw new HttpError(404, 'Route not found');
+    const { id } = await ctx.groups.sendFromPhone(from, group, message, { mediaPlaintext });
+    return send(res, 201, { id });
+  });
+
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    checkHostAndOrigin(req);
+    const method = (req.method ?? 'GET') as (typeof METHODS)[number];
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    const found = METHODS.includes(method) ? router.find(method, path) : null;
+    if (!found) {
+      if (METHODS.some((m) => m !== method && router.find(m, path))) throw new HttpError(405, 'Method not allowed');
+      throw new HttpError(404, 'Route not found');
+    }
+    await (found.handler as unknown as Route)(req, res, found.params);
   };
 
   return (req, res) => {
     route(req, res).catch((err: unknown) => {
       if (err instanceof HttpError) return sendError(res, err.statusCode, err.message);
+      if (err instanceof GroupError) return sendError(res, err.code, err.message);
       ctx.logger.error({ err, url: req.url, method: req.method }, 'admin API error');
       if (!res.headersSent) sendError(res, 500, 'Internal sandbox error');
       else res.destroy();
     });
+  };
+}
+
+/** `contextInfo` quoting an earlier message (a reply). */
+function quoteOf(quoted: MessageRow, participant: string): proto.IContextInfo {
+  const quotedMessage = proto.Message.decode(quoted.message);
+  quotedMessage.messageContextInfo = null;
+  return { stanzaId: quoted.msgId, participant, quotedMessage };
+}
+
+/** A MESSAGE_EDIT protocol message for one of the sender's own messages in chat `remoteJid`. */
+function editOf(remoteJid: string, messageId: string, text: string): proto.IMessage {
+  return {
+    protocolMessage: {
+      type: proto.Message.ProtocolMessage.Type.MESSAGE_EDIT,
+      key: { remoteJid, fromMe: true, id: messageId },
+      editedMessage: { conversation: text },
+      timestampMs: Date.now(),
+    },
+  };
+}
+
+function emojiOf(o: Json, field = 'emoji'): string {
+  if (typeof o.emoji !== 'string') throw new HttpError(400, `${field} is required (a string; "" removes the reaction)`);
+  if (o.emoji.length > 32) throw new HttpError(400, `${field} must be at most 32 characters`);
+  return o.emoji;
+}
+
+/**
+ * The message a phone sends for a body with exactly one content field (text | media | location | contact), with an
+ * optional `contextInfo` (reply, mentions); media are uploaded to the media host first.
+ */
+async function buildContent(
+  ctx: SandboxContext,
+  body: Json,
+  contextInfo: proto.IContextInfo | undefined,
+): Promise<{ message: proto.IMessage; mediaPlaintext: Buffer | undefined }> {
+  const kinds = CONTENT_FIELDS.filter((k) => body[k] !== undefined && body[k] !== null);
+  if (kinds.length === 0) {
+    throw new HttpError(400, `one of ${CONTENT_FIELDS.join(', ')} is required (text is a non-empty string)`);
+  }
+  if (kinds.length > 1) {
+    throw new HttpError(400, `exactly one of ${CONTENT_FIELDS.join(', ')} is allowed (got ${kinds.join(', ')})`);
+  }
+  const kind = kinds[0]!;
+  if (kind === 'text') {
+    const text = requireString(body, 'text', MAX_TEXT);
+    return {
+      message: contextInfo ? { extendedTextMessage: { text, contextInfo } } : { conversation: text },
+      mediaPlaintext: undefined,
+    };
+  }
+  if (kind === 'location') {
+    const l = parseLocation(body.location);
+    return {
+      message: {
+        locationMessage: {
+          degreesLatitude: l.latitude,
+          degreesLongitude: l.longitude,
+          ...(l.name ? { name: l.name } : {}),
+          ...(l.address ? { address: l.address } : {}),
+          ...(contextInfo ? { contextInfo } : {}),
+        },
+      },
+      mediaPlaintext: undefined,
+    };
+  }
+  if (kind === 'contact') {
+    const c = asObject(body.contact, 'contact');
+    const name = requireString(c, 'name', MAX_NAME, 'contact.name').trim();
+    const pn = parsePhoneNumber(c.phoneNumber);
+    if (!pn) throw new HttpError(400, 'contact.phoneNumber must be an E.164 phone number');
+    const vcard = buildVcard({ name, phoneNumber: formatPhoneNumber(pn) });
+    return {
+      message: { contactMessage: { displayName: name, vcard, ...(contextInfo ? { contextInfo } : {}) } },
+      mediaPlaintext: undefined,
+    };
+  }
+  const input = parseMedia(body[kind], kind);
+  const hosted = await ctx.media.hostMedia(input.data, input.kind);
+  return {
+    message: mediaMessage(input, { ...hosted, fileLength: input.data.length }, contextInfo),
+    mediaPlaintext: input.data,
   };
 }

@@ -86,6 +86,17 @@ function quotedId(m: proto.IMessage): string | null {
   return null;
 }
 
+/** Every `contextInfo.mentionedJid` of any sub-message (mentions), in order. */
+export function mentionedJids(message: proto.IMessage | null | undefined): string[] {
+  const m = normalizeMessageContent(message);
+  if (!m) return [];
+  for (const value of Object.values(m)) {
+    const ctx = (value as { contextInfo?: proto.IContextInfo | null } | null)?.contextInfo;
+    if (ctx?.mentionedJid?.length) return ctx.mentionedJid;
+  }
+  return [];
+}
+
 /** Classify a decrypted message for the admin API view. */
 export function classify(message: proto.IMessage | null | undefined): Classified {
   const m = normalizeMessageContent(message);

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Accounts } from './accounts.ts';
 import type { ServerIdentity } from './certs.ts';
 import type { Delivery } from './delivery.ts';
+import type { Groups } from './groups.ts';
 import type { MediaHost } from './media.ts';
 import type { Messaging } from './messaging.ts';
 import type { Pairing } from './pairing.ts';
@@ -22,6 +23,7 @@ export interface SandboxContext {
   pairing: Pairing;
   delivery: Delivery;
   messaging: Messaging;
+  groups: Groups;
   signals: Signals;
   /** The HTTPS media host; `media.host` (`host:port`) is advertised in `media_conn` answers. */
   media: MediaHost;

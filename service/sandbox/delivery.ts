@@ -14,6 +14,7 @@
  *   device-list change notifications and unlinking companions.
  */
 import {
+  decodeBinaryNode,
   generateMessageIDV2,
   getBinaryNodeChild,
   getBinaryNodeChildren,
@@ -27,6 +28,9 @@ import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
 import { companionAddress } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
+
+/** Outbox attribute of a phone's group row: `'1'` = deliver only the skmsg (the device has the sender key). */
+export const SKIP_PAIRWISE_ATTR = 'x-skip-pairwise';
 
 const PUMP_BATCH = 64;
 const MAX_ATTEMPTS = 5;
@@ -240,42 +244,52 @@ export class Delivery {
     retryCount: number | undefined,
   ): Promise<BinaryNode | undefined> {
     const { store, phones, accounts } = this.ctx;
-    let type: string;
-    let ciphertext: Buffer;
+    if (row.kind === 'notification') {
+      try {
+        const attrs: Record<string, string> = { ...row.attrs, id: row.msgId, ...(offline ? { offline: '1' } : {}) };
+        return { tag: 'notification', attrs, content: row.plaintext ? [await decodeBinaryNode(row.plaintext)] : [] };
+      } catch (err) {
+        link.conn.log.error({ err, id: row.msgId }, 'undecodable queued notification; dropping it');
+        store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+        return undefined;
+      }
+    }
+    // a group row's 1:1 part (the SKDM) is left out on first delivery when the device already has the key
+    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
+    const parts: Array<{ type: string; ciphertext: Buffer }> = [];
     try {
       if (row.ciphertext && row.encType) {
-        type = row.encType;
-        ciphertext = row.ciphertext;
-      } else if (row.plaintext && row.senderPn) {
+        parts.push({ type: row.encType, ciphertext: row.ciphertext });
+      } else if (row.plaintext && row.senderPn && !skipPairwise) {
         const companionLid = accounts.get(link.pn)?.lid;
         if (!companionLid) throw new Error(`no account ${link.pn}`);
-        const enc = await phones.encryptToCompanion(
-          row.senderPn,
-          device,
-          companionLid,
-          writeRandomPadMax16(row.plaintext),
+        parts.push(
+          await phones.encryptToCompanion(row.senderPn, device, companionLid, writeRandomPadMax16(row.plaintext)),
         );
-        type = enc.type;
-        ciphertext = enc.ciphertext;
-      } else {
-        throw new Error('outbox row has neither plaintext nor ciphertext');
       }
+      // the skmsg comes after the SKDM: the client processes <enc> nodes in order
+      if (row.skCiphertext) parts.push({ type: 'skmsg', ciphertext: row.skCiphertext });
+      if (!parts.length) throw new Error('outbox row has neither plaintext nor ciphertext');
     } catch (err) {
       link.conn.log.error({ err, msgId: row.msgId }, 'cannot encrypt queued message; dropping it');
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       return undefined;
     }
     const attrs: Record<string, string> = { id: row.msgId };
-    const encAttrs: Record<string, string> = { v: '2', type };
-    // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail)
+    const encAttrs: Record<string, string> = { v: '2' };
+    // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail); `x-` ones are the sandbox's
     for (const [k, v] of Object.entries(row.attrs)) {
       if (k.startsWith('enc:')) encAttrs[k.slice(4)] = v;
-      else attrs[k] = v;
+      else if (!k.startsWith('x-')) attrs[k] = v;
     }
     attrs.id = row.msgId;
     if (offline) attrs.offline = '1';
     if (retryCount !== undefined) encAttrs.count = String(retryCount);
-    return { tag: 'message', attrs, content: [{ tag: 'enc', attrs: encAttrs, content: ciphertext }] };
+    return {
+      tag: 'message',
+      attrs,
+      content: parts.map((p) => ({ tag: 'enc', attrs: { ...encAttrs, type: p.type }, content: p.ciphertext })),
+    };
   }
 
   /**
@@ -352,11 +366,18 @@ export class Delivery {
   /**
    * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 accompanies
    * a retry receipt (handled there) and only counts as an attempt; any other error code is terminal.
+   * An `<ack class="notification">` removes that queued notification.
    */
   async onAck(conn: ClientConnection, node: BinaryNode): Promise<void> {
     const link = this.link(conn);
     const error = node.attrs.error;
     const id = node.attrs.id;
+    if (link && id && node.attrs.class === 'notification') {
+      // a queued notification is done once the client acknowledged it
+      this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
+      await this.ctx.store.commit();
+      return;
+    }
     if (!link || node.attrs.class !== 'message' || !error || !id) return;
     const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
     if (!row) return;

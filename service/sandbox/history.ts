@@ -9,12 +9,15 @@
  * `initialHistBootstrapInlinePayload` of a `HISTORY_SYNC_NOTIFICATION` protocol message (inline, so the
  * client downloads nothing). Chunk 0 is `INITIAL_BOOTSTRAP`, later chunks (at most `messagesPerChunk`
  * messages each, most recent chats first) are `RECENT`, the last with progress 100.
+ * The account's groups are conversations too (`<id>@g.us`, named by subject, with their participants and ranks;
+ * each message keyed with its sender as `participant` in the group's addressing mode).
  */
 import { deflateSync } from 'node:zlib';
 import { proto } from '@whiskeysockets/baileys';
 import type { Accounts } from './accounts.ts';
 import type { AccountRow, MessageRow, Store } from './store.ts';
 import { lidJid, pnJid } from './phone-number.ts';
+import { memberJid } from './groups.ts';
 
 /** Default: most recent messages kept per conversation in the history sync. */
 export const HISTORY_MESSAGES_PER_CHAT = 100_000;
@@ -84,6 +87,7 @@ export function buildHistorySyncMessages(
       messages: history,
     });
   }
+  conversations.push(...groupConversations(store, accounts, account, limits));
   conversations.sort((a, b) => Number(b.conversationTimestamp) - Number(a.conversationTimestamp));
 
   const phoneNumberToLidMappings = accounts.list().map((a) => ({ pnJid: pnJid(a.pn), lidJid: lidJid(a.lid) }));
@@ -128,6 +132,62 @@ export function buildHistorySyncMessages(
           initialHistBootstrapInlinePayload: deflateSync(payload),
         },
       },
+    };
+  });
+}
+
+/** The history-sync conversations of `account`'s groups (every group it is in, with the messages it saw). */
+function groupConversations(
+  store: Store,
+  accounts: Accounts,
+  account: AccountRow,
+  limits: HistoryLimits,
+): proto.IConversation[] {
+  const byGroup = new Map<string, MessageRow[]>();
+  for (const m of store.listGroupHistory(account.pn)) {
+    let list = byGroup.get(m.groupId!);
+    if (!list) byGroup.set(m.groupId!, (list = []));
+    list.push(m);
+  }
+  const Rank = proto.GroupParticipant.Rank;
+  return store.listGroupsOf(account.pn).map((group) => {
+    const jid = `${group.id}@g.us`;
+    const msgs = (byGroup.get(group.id) ?? []).slice(-Math.max(1, limits.messagesPerChat));
+    const history: proto.IHistorySyncMsg[] = [];
+    for (let i = msgs.length - 1; i >= 0; i--) {
+      const m = msgs[i]!;
+      const fromMe = m.fromPn === account.pn;
+      const sender = accounts.get(m.fromPn);
+      const participant = sender ? memberJid(group.addressingMode, sender) : pnJid(m.fromPn);
+      history.push({
+        msgOrderId: m.seq,
+        message: {
+          key: { remoteJid: jid, fromMe, id: m.msgId, ...(fromMe ? {} : { participant }) },
+          ...(fromMe ? {} : { participant }),
+          message: proto.Message.decode(m.message),
+          messageTimestamp: m.ts,
+          pushName: sender?.pushName,
+          status: fromMe ? proto.WebMessageInfo.Status.DELIVERY_ACK : proto.WebMessageInfo.Status.READ,
+        },
+      });
+    }
+    let unread = 0;
+    for (let i = msgs.length - 1; i >= 0 && msgs[i]!.fromPn !== account.pn; i--) unread++;
+    const last = msgs[msgs.length - 1]?.ts ?? group.createdAt;
+    return {
+      id: jid,
+      name: group.subject,
+      displayName: group.subject,
+      unreadCount: unread,
+      conversationTimestamp: last,
+      lastMsgTimestamp: last,
+      participant: store.listGroupParticipants(group.id).flatMap((p) => {
+        const a = accounts.get(p.pn);
+        if (!a) return [];
+        const rank = p.role === 'superadmin' ? Rank.SUPERADMIN : p.role === 'admin' ? Rank.ADMIN : Rank.REGULAR;
+        return [{ userJid: memberJid(group.addressingMode, a), rank }];
+      }),
+      messages: history,
     };
   });
 }

@@ -1,6 +1,7 @@
 /**
  * Public entry of the sandbox: a WhatsApp-web-protocol server on loopback with simulated phone accounts,
- * which an unmodified Baileys rc14 client pairs with, logs into and exchanges Signal messages with.
+ * which an unmodified Baileys rc14 client pairs with, logs into and exchanges Signal messages with, 1:1 and in
+ * groups (sender keys, `w:g2` queries, `w:gp2` notifications; see `groups.ts`).
  *
  * One HTTP server serves the admin API (JSON, see `admin-api.ts`) and the WebSocket upgrade at
  * `/ws/chat` (point Baileys' `waWebSocketUrl` there and set `WA_CERT_DETAILS.PUBLIC_KEY = rootPublicKey`).
@@ -18,10 +19,11 @@ import { HISTORY_MESSAGES_PER_CHAT, HISTORY_MESSAGES_PER_CHUNK } from './history
 import { MediaHost } from './media.ts';
 import { Signals } from './signals.ts';
 import { loadTlsIdentity } from './tls.ts';
-import { createAdminHandler } from './admin-api.ts';
+import { createAdminHandler, hostAllowed } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
+import { Groups } from './groups.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
 import { seedDemo } from './seed.ts';
@@ -115,6 +117,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   );
   ctx.pairing = new Pairing(ctx);
   ctx.messaging = new Messaging(ctx);
+  ctx.groups = new Groups(ctx);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));
@@ -123,6 +126,10 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
     const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
     if (path !== WS_PATH) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    if (!hostAllowed(req)) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

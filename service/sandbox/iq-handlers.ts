@@ -4,7 +4,7 @@
  *
  * Owns: prekey count/upload/digest/rotate and key-bundle fetches (`xmlns="encrypt"`), passive, ping,
  * abt props, blocklist, privacy (settings and tokens), app-state sync echo, media_conn, profile picture
- * (404), dirty bits, companion removal on logout; usync is delegated to `usync.ts`.
+ * (404), dirty bits, companion removal on logout; usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`.
  */
 import { getBinaryNodeChild, getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
 import type { SandboxContext } from './context.ts';
@@ -39,6 +39,8 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       return handleEncrypt(ctx, conn, iq, type, child);
     case 'usync':
       return handleUsync(ctx, conn, iq);
+    case 'w:g2':
+      return ctx.groups.handleIq(conn, iq);
     case 'w:p':
     case 'passive':
     case 'urn:xmpp:whatsapp:dirty':

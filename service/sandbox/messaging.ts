@@ -8,7 +8,8 @@
  *   companions — committed together before the caller answers;
  * - companion → contacts (`onClientMessage`): decrypt every `<to>` part addressed to a simulated phone,
  *   record what the recipient's phone received, relay parts addressed to other companions, then
- *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`.
+ *   `<ack class="message">` and (if a recipient phone got it) a delivery `<receipt>`. A message to a group
+ *   (`…@g.us`) is handed to `groups.ts`.
  */
 import {
   getBinaryNodeChild,
@@ -83,8 +84,10 @@ export class Messaging {
   /**
    * The recipient phone could not decrypt: send `<receipt type="retry">` with its key bundle (a fresh
    * one-time prekey), as a real phone does, so the client re-keys and re-sends (brief §B5 "Decrypt failure").
+   * In a group the receipt names the phone as `participant` (the client then re-sends the message to the whole
+   * group with fresh sender-key distribution, `sendMessagesAgain` in Baileys' `messages-recv.js`).
    */
-  private requestRetry(conn: ClientConnection, node: BinaryNode, phone: AccountRow): void {
+  requestRetry(conn: ClientConnection, node: BinaryNode, phone: AccountRow, participant?: string): void {
     const id = node.attrs.id!;
     const count = (this.retries.get(id) ?? 0) + 1;
     if (count > MAX_PHONE_RETRIES) return;
@@ -94,7 +97,7 @@ export class Messaging {
     const t = unixNow();
     conn.send({
       tag: 'receipt',
-      attrs: { id, from: node.attrs.to ?? pnJid(phone.pn), type: 'retry', t },
+      attrs: { id, from: node.attrs.to ?? pnJid(phone.pn), type: 'retry', t, ...(participant ? { participant } : {}) },
       content: [
         { tag: 'retry', attrs: { count: String(count), id, t, v: '1', error: '0' } },
         { tag: 'registration', attrs: {}, content: encodeBE(phone.registrationId, 4) },
@@ -189,6 +192,10 @@ export class Messaging {
     const senderDevice = conn.deviceId;
     if (!id || !to || !sender || senderDevice === undefined) {
       conn.log.warn({ attrs: node.attrs }, 'message stanza without id/to');
+      return;
+    }
+    if (to.endsWith('@g.us')) {
+      await this.ctx.groups.onClientMessage(conn, node, sender, senderDevice);
       return;
     }
     const isPeer = node.attrs.category === 'peer';

@@ -148,6 +148,70 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX chatstates_pn ON chatstates (pn, seq);
   `,
+  // v3: groups (members, metadata), group messages and their recipients, sender keys of the simulated phones
+  `
+  -- a group; id is the group JID's user part ('<id>@g.us'); times are unix seconds; pn columns are E.164 digits
+  CREATE TABLE groups (
+    id TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    subject_owner TEXT NOT NULL,
+    subject_ts INTEGER NOT NULL,
+    description TEXT,
+    description_id TEXT,
+    description_owner TEXT,
+    description_ts INTEGER,
+    creator TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    addressing_mode TEXT NOT NULL CHECK (addressing_mode IN ('pn', 'lid')),
+    invite_code TEXT NOT NULL
+  );
+  -- current members; role member | admin | superadmin
+  CREATE TABLE group_participants (
+    group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+    pn TEXT NOT NULL,
+    role TEXT NOT NULL,
+    added_at INTEGER NOT NULL,
+    PRIMARY KEY (group_id, pn)
+  ) WITHOUT ROWID;
+  CREATE INDEX group_participants_pn ON group_participants (pn, group_id);
+
+  -- a group message is one messages row (to_pn = group id, group_id set) plus one recipient row per member phone
+  ALTER TABLE messages ADD COLUMN group_id TEXT;
+  CREATE INDEX messages_group ON messages (group_id, ts, seq) WHERE group_id IS NOT NULL;
+  CREATE TABLE group_message_recipients (
+    pn TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (pn, seq)
+  ) WITHOUT ROWID;
+
+  -- the skmsg of a queued group message (delivered after the row's 1:1 part, if any)
+  ALTER TABLE outbox ADD COLUMN sk_ciphertext BLOB;
+
+  -- sender-key records of the phones: sender '' = the phone's own sending key for the group, else the
+  -- sending companion's name; record is JSON (see sender-keys.ts)
+  CREATE TABLE sender_keys (
+    pn TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (pn, group_id, sender)
+  ) WITHOUT ROWID;
+  -- which companion devices already got a phone's sender key for a group (WhatsApp's "sender key memory")
+  CREATE TABLE sender_key_sent (
+    sender_pn TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    PRIMARY KEY (sender_pn, group_id, pn, device_id)
+  ) WITHOUT ROWID;
+  `,
+  // v4: group settings — announcement (only admins send), locked (only admins edit the info), disappearing messages
+  `
+  ALTER TABLE groups ADD COLUMN announce INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE groups ADD COLUMN locked INTEGER NOT NULL DEFAULT 0;
+  -- seconds a message stays (0 = off)
+  ALTER TABLE groups ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /**

@@ -20,9 +20,10 @@ export type PresenceType = 'available' | 'unavailable';
 
 const nowS = (): number => Math.floor(Date.now() / 1000);
 
-function receiptNode(from: string, ids: string[], type?: string): BinaryNode {
+function receiptNode(from: string, ids: string[], type?: string, participant?: string): BinaryNode {
   const attrs: Record<string, string> = { from, id: ids[0]!, t: unixNow() };
   if (type) attrs.type = type;
+  if (participant) attrs.participant = participant;
   const node: BinaryNode = { tag: 'receipt', attrs };
   if (ids.length > 1) {
     node.content = [{ tag: 'list', attrs: {}, content: ids.slice(1).map((id) => ({ tag: 'item', attrs: { id } })) }];
@@ -39,14 +40,19 @@ function chatstateNode(from: string, state: ChatState): BinaryNode {
 export class Signals {
   constructor(private readonly ctx: SandboxContext) {}
 
-  /** A companion's `<receipt>` (not retry/server-error): record delivery/read as seen by the contact's phone. */
+  /**
+   * A companion's `<receipt>` (not retry/server-error): record delivery/read as seen by the contact's phone. In a
+   * group (`to="<id>@g.us" participant=<sender>`) the sender is the participant, and a read receipt reaches the
+   * sender's companions as `<receipt from=group participant=reader type="read">`.
+   */
   async onClientReceipt(conn: ClientConnection, node: BinaryNode): Promise<void> {
     const { accounts, store } = this.ctx;
     const type = node.attrs.type;
     const kind =
       !type || type === 'inactive' ? 'delivery' : type === 'read' || type === 'read-self' ? 'read' : undefined;
     if (!kind || conn.pn === undefined) return;
-    const target = accounts.resolveJid(node.attrs.to);
+    const group = node.attrs.to?.endsWith('@g.us') ? node.attrs.to : undefined;
+    const target = accounts.resolveJid(group ? node.attrs.participant : node.attrs.to);
     if (!target || target.account.pn === conn.pn) return;
     const ids = [
       node.attrs.id,
@@ -56,7 +62,9 @@ export class Signals {
     const reader = conn.pn;
     store.enqueue(() => store.insertReceiptNow(target.account.pn, reader, ids, kind, nowS()));
     await store.commit();
-    if (kind === 'read') this.ctx.delivery.sendToCompanions(target.account.pn, receiptNode(pnJid(reader), ids, 'read'));
+    if (kind !== 'read') return;
+    const receipt = group ? receiptNode(group, ids, 'read', pnJid(reader)) : receiptNode(pnJid(reader), ids, 'read');
+    this.ctx.delivery.sendToCompanions(target.account.pn, receipt);
   }
 
   /** `<chatstate from to><composing|paused/></chatstate>` from a companion. */
@@ -106,6 +114,33 @@ export class Signals {
     store.enqueue(() => store.insertReceiptNow(sender.pn, reader.pn, ids, 'read', nowS()));
     await store.commit();
     this.ctx.delivery.sendToCompanions(sender.pn, receiptNode(pnJid(reader.pn), ids, 'read'));
+  }
+
+  /**
+   * Phone `reader` read group messages (`messages`, grouped by sender): each sender's companions get
+   * `<receipt from="<group>" participant=<reader> type="read">` (reader named in the group's addressing mode).
+   */
+  async phoneReadGroup(
+    reader: AccountRow,
+    groupJid: string,
+    readerJid: string,
+    messages: Array<{ fromPn: string; msgId: string }>,
+  ): Promise<void> {
+    const { store } = this.ctx;
+    const bySender = new Map<string, string[]>();
+    for (const m of messages) {
+      let ids = bySender.get(m.fromPn);
+      if (!ids) bySender.set(m.fromPn, (ids = []));
+      ids.push(m.msgId);
+    }
+    const ts = nowS();
+    store.enqueue(() => {
+      for (const [sender, ids] of bySender) store.insertReceiptNow(sender, reader.pn, ids, 'read', ts);
+    });
+    await store.commit();
+    for (const [sender, ids] of bySender) {
+      this.ctx.delivery.sendToCompanions(sender, receiptNode(groupJid, ids, 'read', readerJid));
+    }
   }
 
   /** Phone `from` is typing/recording/paused in its chat with `to`. */

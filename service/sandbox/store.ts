@@ -67,16 +67,21 @@ export interface MessageRow {
   text: string | null;
   /** Encoded `proto.Message`. */
   message: Buffer;
+  /** Group id (JID user part) of a group message (then `toPn` is the group id too); null for 1:1. */
+  groupId: string | null;
 }
 
-export type NewMessage = Omit<MessageRow, 'seq'>;
+export type NewMessage = Omit<MessageRow, 'seq' | 'groupId'> & { groupId?: string | null };
 
 export interface OutboxRow {
   seq: number;
   pn: string;
   deviceId: number;
   msgId: string;
-  /** `message` (from a phone), `history` (initial history sync), `relay` (another companion's ciphertext). */
+  /**
+   * `message` (from a phone), `history` (initial history sync), `relay` (another companion's ciphertext),
+   * `notification` (a `<notification>` with `attrs`; `plaintext` is its encoded child node; removed by its `<ack>`).
+   */
   kind: OutboxKind;
   /** Account whose phone (device 0) encrypts `plaintext`; null for relayed ciphertext. */
   senderPn: string | null;
@@ -87,11 +92,86 @@ export interface OutboxRow {
   /** Prebaked ciphertext relayed from another companion (`pkmsg`/`msg`). */
   encType: string | null;
   ciphertext: Buffer | null;
+  /** A group message's `skmsg`, sent after the 1:1 part (the SKDM), if any. */
+  skCiphertext: Buffer | null;
   attempts: number;
 }
 
-export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts'>;
-export type OutboxKind = 'message' | 'history' | 'relay';
+export type GroupRole = 'member' | 'admin' | 'superadmin';
+export type AddressingMode = 'pn' | 'lid';
+
+export interface GroupRow {
+  /** The group JID's user part (`<id>@g.us`). */
+  id: string;
+  subject: string;
+  /** pn of whoever set the subject. */
+  subjectOwner: string;
+  /** Unix seconds. */
+  subjectTs: number;
+  description: string | null;
+  descriptionId: string | null;
+  descriptionOwner: string | null;
+  descriptionTs: number | null;
+  creator: string;
+  /** Unix seconds. */
+  createdAt: number;
+  addressingMode: AddressingMode;
+  inviteCode: string;
+  /** Only admins may send. */
+  announce: boolean;
+  /** Only admins may change the subject, description and settings. */
+  locked: boolean;
+  /** Disappearing-messages timer in seconds; 0 = off. */
+  ephemeral: number;
+}
+
+/** A group as created (settings start off). */
+export type NewGroup = Omit<GroupRow, 'announce' | 'locked' | 'ephemeral'>;
+
+export interface GroupParticipantRow {
+  pn: string;
+  role: GroupRole;
+  addedAt: number;
+}
+
+interface GroupSql {
+  id: string;
+  subject: string;
+  subject_owner: string;
+  subject_ts: number;
+  description: string | null;
+  description_id: string | null;
+  description_owner: string | null;
+  description_ts: number | null;
+  creator: string;
+  created_at: number;
+  addressing_mode: string;
+  invite_code: string;
+  announce: number;
+  locked: number;
+  ephemeral: number;
+}
+
+const toGroup = (r: GroupSql): GroupRow => ({
+  id: r.id,
+  subject: r.subject,
+  subjectOwner: r.subject_owner,
+  subjectTs: r.subject_ts,
+  description: r.description,
+  descriptionId: r.description_id,
+  descriptionOwner: r.description_owner,
+  descriptionTs: r.description_ts,
+  creator: r.creator,
+  createdAt: r.created_at,
+  addressingMode: r.addressing_mode === 'lid' ? 'lid' : 'pn',
+  inviteCode: r.invite_code,
+  announce: r.announce !== 0,
+  locked: r.locked !== 0,
+  ephemeral: r.ephemeral,
+});
+
+export type NewOutbox = Omit<OutboxRow, 'seq' | 'attempts' | 'skCiphertext'> & { skCiphertext?: Buffer | null };
+export type OutboxKind = 'message' | 'history' | 'relay' | 'notification';
 
 export interface PreKey {
   keyId: number;
@@ -148,6 +228,7 @@ interface MessageSql {
   ts: number;
   text: string | null;
   message: Buffer;
+  group_id: string | null;
 }
 
 interface OutboxSql {
@@ -161,6 +242,7 @@ interface OutboxSql {
   plaintext: Buffer | null;
   enc_type: string | null;
   ciphertext: Buffer | null;
+  sk_ciphertext: Buffer | null;
   attempts: number;
 }
 
@@ -205,6 +287,7 @@ const toMessage = (r: MessageSql): MessageRow => ({
   ts: r.ts,
   text: r.text,
   message: r.message,
+  groupId: r.group_id,
 });
 
 const toOutbox = (r: OutboxSql): OutboxRow => ({
@@ -218,6 +301,7 @@ const toOutbox = (r: OutboxSql): OutboxRow => ({
   plaintext: r.plaintext,
   encType: r.enc_type,
   ciphertext: r.ciphertext,
+  skCiphertext: r.sk_ciphertext,
   attempts: r.attempts,
 });
 
@@ -302,23 +386,36 @@ function prepareStatements(db: Database.Database) {
     countDevicePreKeys: db.prepare<[string, number], { n: number }>(
       'SELECT count(*) AS n FROM device_prekeys WHERE pn = ? AND device_id = ?',
     ),
-    insertMessage: db.prepare<[string, string, string, number, string | null, Buffer]>(
-      'INSERT OR IGNORE INTO messages (msg_id, from_pn, to_pn, ts, text, message) VALUES (?, ?, ?, ?, ?, ?)',
+    insertMessage: db.prepare<[string, string, string, number, string | null, Buffer, string | null]>(
+      'INSERT OR IGNORE INTO messages (msg_id, from_pn, to_pn, ts, text, message, group_id) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     listReceived: db.prepare<[string], MessageSql>(
-      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? ORDER BY ts, seq',
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE to_pn = ? ORDER BY ts, seq',
     ),
     listInvolving: db.prepare<[string, string], MessageSql>(
-      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE from_pn = ?
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE from_pn = ? AND group_id IS NULL
        UNION ALL
-       SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE to_pn = ? AND from_pn <> to_pn
+       SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE to_pn = ? AND from_pn <> to_pn
        ORDER BY ts, seq`,
     ),
     insertOutbox: db.prepare<
-      [string, number, string, string, string | null, string, Buffer | null, string | null, Buffer | null, number]
+      [
+        string,
+        number,
+        string,
+        string,
+        string | null,
+        string,
+        Buffer | null,
+        string | null,
+        Buffer | null,
+        Buffer | null,
+        number,
+      ]
     >(
-      `INSERT OR IGNORE INTO outbox (pn, device_id, msg_id, kind, sender_pn, attrs, plaintext, enc_type, ciphertext, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO outbox (pn, device_id, msg_id, kind, sender_pn, attrs, plaintext, enc_type, ciphertext,
+         sk_ciphertext, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     listOutbox: db.prepare<[string, number, number, number], OutboxSql>(
       'SELECT * FROM outbox WHERE pn = ? AND device_id = ? AND seq > ? ORDER BY seq LIMIT ?',
@@ -335,14 +432,14 @@ function prepareStatements(db: Database.Database) {
     ),
     bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?'),
     getMessage: db.prepare<[string, string], MessageSql>(
-      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages WHERE from_pn = ? AND msg_id = ?',
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE from_pn = ? AND msg_id = ?',
     ),
     findMessageForPhone: db.prepare<[string, string, string], MessageSql>(
-      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages
        WHERE msg_id = ? AND (from_pn = ? OR to_pn = ?) LIMIT 1`,
     ),
     findMessageInChat: db.prepare<[string, string, string, string, string], MessageSql>(
-      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message FROM messages
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages
        WHERE msg_id = ? AND ((from_pn = ? AND to_pn = ?) OR (from_pn = ? AND to_pn = ?)) LIMIT 1`,
     ),
     putBlob: db.prepare<[string, string, Buffer, number]>(
@@ -374,7 +471,80 @@ function prepareStatements(db: Database.Database) {
       'SELECT from_pn, state, ts FROM chatstates WHERE pn = ? ORDER BY seq',
     ),
     listPeers: db.prepare<[string, string], { pn: string }>(
-      'SELECT to_pn AS pn FROM messages WHERE from_pn = ? UNION SELECT from_pn AS pn FROM messages WHERE to_pn = ?',
+      `SELECT to_pn AS pn FROM messages WHERE from_pn = ? AND group_id IS NULL
+       UNION SELECT from_pn AS pn FROM messages WHERE to_pn = ?`,
+    ),
+    insertGroupRecipient: db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO group_message_recipients (pn, seq) VALUES (?, ?)',
+    ),
+    listGroupReceived: db.prepare<[string], MessageSql>(
+      `SELECT m.seq, m.msg_id, m.from_pn, m.to_pn, m.ts, m.text, m.message, m.group_id
+       FROM group_message_recipients r JOIN messages m ON m.seq = r.seq WHERE r.pn = ? ORDER BY m.ts, m.seq`,
+    ),
+    listGroupHistory: db.prepare<[string, string], MessageSql>(
+      `SELECT m.seq, m.msg_id, m.from_pn, m.to_pn, m.ts, m.text, m.message, m.group_id
+       FROM group_message_recipients r JOIN messages m ON m.seq = r.seq WHERE r.pn = ?
+       UNION ALL
+       SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages
+       WHERE from_pn = ? AND group_id IS NOT NULL
+       ORDER BY 5, 1`,
+    ),
+    listGroupMessagesSeenBy: db.prepare<[string, string], MessageSql>(
+      `SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE group_id IN (
+         SELECT m.group_id FROM group_message_recipients r JOIN messages m ON m.seq = r.seq WHERE r.pn = ?
+         UNION SELECT group_id FROM messages WHERE from_pn = ? AND group_id IS NOT NULL)
+       ORDER BY ts, seq`,
+    ),
+    listGroupMessages: db.prepare<[string], MessageSql>(
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE group_id = ? ORDER BY ts, seq',
+    ),
+    findGroupMessage: db.prepare<[string, string], MessageSql>(
+      'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE group_id = ? AND msg_id = ? LIMIT 1',
+    ),
+    insertGroup: db.prepare<[Omit<GroupSql, 'announce' | 'locked' | 'ephemeral'>]>(
+      `INSERT INTO groups (id, subject, subject_owner, subject_ts, description, description_id, description_owner,
+         description_ts, creator, created_at, addressing_mode, invite_code)
+       VALUES (@id, @subject, @subject_owner, @subject_ts, @description, @description_id, @description_owner,
+         @description_ts, @creator, @created_at, @addressing_mode, @invite_code)`,
+    ),
+    getGroup: db.prepare<[string], GroupSql>('SELECT * FROM groups WHERE id = ?'),
+    listGroups: db.prepare<[], GroupSql>('SELECT * FROM groups ORDER BY created_at, id'),
+    getGroupByInviteCode: db.prepare<[string], GroupSql>('SELECT * FROM groups WHERE invite_code = ?'),
+    listGroupsOf: db.prepare<[string], GroupSql>(
+      `SELECT g.* FROM group_participants p JOIN groups g ON g.id = p.group_id WHERE p.pn = ?
+       ORDER BY g.created_at, g.id`,
+    ),
+    listGroupParticipants: db.prepare<[string], { pn: string; role: string; added_at: number }>(
+      'SELECT pn, role, added_at FROM group_participants WHERE group_id = ? ORDER BY added_at, pn',
+    ),
+    setGroupSubject: db.prepare<[string, string, number, string]>(
+      'UPDATE groups SET subject = ?, subject_owner = ?, subject_ts = ? WHERE id = ?',
+    ),
+    setGroupDescription: db.prepare<[string | null, string | null, string, number, string]>(
+      'UPDATE groups SET description = ?, description_id = ?, description_owner = ?, description_ts = ? WHERE id = ?',
+    ),
+    setGroupInviteCode: db.prepare<[string, string]>('UPDATE groups SET invite_code = ? WHERE id = ?'),
+    setGroupSettings: db.prepare<[number, number, number, string]>(
+      'UPDATE groups SET announce = ?, locked = ?, ephemeral = ? WHERE id = ?',
+    ),
+    upsertParticipant: db.prepare<[string, string, string, number]>(
+      `INSERT INTO group_participants (group_id, pn, role, added_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (group_id, pn) DO UPDATE SET role = excluded.role`,
+    ),
+    deleteParticipant: db.prepare<[string, string]>('DELETE FROM group_participants WHERE group_id = ? AND pn = ?'),
+    getSenderKey: db.prepare<[string, string, string], { record: string }>(
+      'SELECT record FROM sender_keys WHERE pn = ? AND group_id = ? AND sender = ?',
+    ),
+    putSenderKey: db.prepare<[string, string, string, string]>(
+      'INSERT OR REPLACE INTO sender_keys (pn, group_id, sender, record) VALUES (?, ?, ?, ?)',
+    ),
+    deleteOwnSenderKeys: db.prepare<[string]>("DELETE FROM sender_keys WHERE group_id = ? AND sender = ''"),
+    listOwnSenderKeyHolders: db.prepare<[string], { pn: string }>(
+      "SELECT pn FROM sender_keys WHERE group_id = ? AND sender = ''",
+    ),
+    deleteSenderKeySent: db.prepare<[string]>('DELETE FROM sender_key_sent WHERE group_id = ?'),
+    insertSenderKeySent: db.prepare<[string, string, string, number]>(
+      'INSERT OR IGNORE INTO sender_key_sent (sender_pn, group_id, pn, device_id) VALUES (?, ?, ?, ?)',
     ),
   };
 }
@@ -387,6 +557,7 @@ export class Store {
   readonly db: Database.Database;
   private readonly sessionCache = new Map<string, string | null>();
   private readonly identityCache = new Map<string, Buffer | null>();
+  private readonly senderKeyCache = new Map<string, string | null>();
   private pendingWrites: Array<() => void> = [];
   private waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   private commitScheduled = false;
@@ -467,6 +638,7 @@ export class Store {
       // the cache may now be ahead of the file: forget it so reads come from what is durable
       this.sessionCache.clear();
       this.identityCache.clear();
+      this.senderKeyCache.clear();
       for (const w of waiters) w.reject(err);
     }
   }
@@ -692,7 +864,162 @@ export class Store {
 
   /** Insert a message inside the caller's transaction / write closure. */
   insertMessageNow(m: NewMessage): boolean {
-    return this.s.insertMessage.run(m.msgId, m.fromPn, m.toPn, m.ts, m.text, m.message).changes > 0;
+    return this.s.insertMessage.run(m.msgId, m.fromPn, m.toPn, m.ts, m.text, m.message, m.groupId ?? null).changes > 0;
+  }
+
+  /**
+   * Insert a group message and one recipient row per member phone, inside the caller's write closure. When
+   * `(fromPn, msgId)` already exists only the recipients are added.
+   * @returns whether the message row is new.
+   */
+  insertGroupMessageNow(m: NewMessage & { groupId: string }, recipients: string[]): boolean {
+    const r = this.s.insertMessage.run(m.msgId, m.fromPn, m.groupId, m.ts, m.text, m.message, m.groupId);
+    // a re-sent message (after a retry receipt) may reach phones that missed it the first time
+    const seq = r.changes ? Number(r.lastInsertRowid) : this.s.getMessage.get(m.fromPn, m.msgId)?.seq;
+    if (seq !== undefined) for (const pn of recipients) this.s.insertGroupRecipient.run(pn, seq);
+    return r.changes > 0;
+  }
+
+  /** Group messages `pn`'s phone sent or received, oldest first (its group chats in a history sync). */
+  listGroupHistory(pn: string): MessageRow[] {
+    return this.s.listGroupHistory.all(pn, pn).map(toMessage);
+  }
+
+  /** Group messages `pn`'s phone received (it was a member when they were sent), oldest first. */
+  listGroupReceived(pn: string): MessageRow[] {
+    return this.s.listGroupReceived.all(pn).map(toMessage);
+  }
+
+  /** Every message of the groups `pn` received or sent a message in (for reactions/edits/revokes), oldest first. */
+  listGroupMessagesSeenBy(pn: string): MessageRow[] {
+    return this.s.listGroupMessagesSeenBy.all(pn, pn).map(toMessage);
+  }
+
+  /** Messages of one group, oldest first. */
+  listGroupMessages(groupId: string): MessageRow[] {
+    return this.s.listGroupMessages.all(groupId).map(toMessage);
+  }
+
+  /** A message with id `msgId` in group `groupId`. */
+  findGroupMessage(groupId: string, msgId: string): MessageRow | undefined {
+    const r = this.s.findGroupMessage.get(groupId, msgId);
+    return r && toMessage(r);
+  }
+
+  // ---- groups -------------------------------------------------------------------------------
+
+  insertGroup(g: NewGroup, participants: Array<{ pn: string; role: GroupRole }>): void {
+    this.transaction(() => {
+      this.s.insertGroup.run({
+        id: g.id,
+        subject: g.subject,
+        subject_owner: g.subjectOwner,
+        subject_ts: g.subjectTs,
+        description: g.description,
+        description_id: g.descriptionId,
+        description_owner: g.descriptionOwner,
+        description_ts: g.descriptionTs,
+        creator: g.creator,
+        created_at: g.createdAt,
+        addressing_mode: g.addressingMode,
+        invite_code: g.inviteCode,
+      });
+      for (const p of participants) this.s.upsertParticipant.run(g.id, p.pn, p.role, g.createdAt);
+    });
+  }
+
+  getGroup(id: string): GroupRow | undefined {
+    const r = this.s.getGroup.get(id);
+    return r && toGroup(r);
+  }
+
+  /** The group whose current invite code is `code`. */
+  getGroupByInviteCode(code: string): GroupRow | undefined {
+    const r = this.s.getGroupByInviteCode.get(code);
+    return r && toGroup(r);
+  }
+
+  /** Every group, oldest first. */
+  listGroups(): GroupRow[] {
+    return this.s.listGroups.all().map(toGroup);
+  }
+
+  /** Groups `pn` is a member of, oldest first. */
+  listGroupsOf(pn: string): GroupRow[] {
+    return this.s.listGroupsOf.all(pn).map(toGroup);
+  }
+
+  listGroupParticipants(groupId: string): GroupParticipantRow[] {
+    return this.s.listGroupParticipants
+      .all(groupId)
+      .map((r) => ({ pn: r.pn, role: r.role as GroupRole, addedAt: r.added_at }));
+  }
+
+  setGroupSubject(id: string, subject: string, owner: string, ts: number): void {
+    this.s.setGroupSubject.run(subject, owner, ts, id);
+  }
+
+  setGroupDescription(id: string, description: string | null, descriptionId: string | null, owner: string, ts: number): void {
+    this.s.setGroupDescription.run(description, descriptionId, owner, ts, id);
+  }
+
+  setGroupInviteCode(id: string, code: string): void {
+    this.s.setGroupInviteCode.run(code, id);
+  }
+
+  setGroupSettings(id: string, settings: { announce: boolean; locked: boolean; ephemeral: number }): void {
+    this.s.setGroupSettings.run(settings.announce ? 1 : 0, settings.locked ? 1 : 0, settings.ephemeral, id);
+  }
+
+  /** Add a member (or change an existing member's role). */
+  upsertGroupParticipant(groupId: string, pn: string, role: GroupRole, ts: number): void {
+    this.s.upsertParticipant.run(groupId, pn, role, ts);
+  }
+
+  /** @returns whether `pn` was a member. */
+  removeGroupParticipant(groupId: string, pn: string): boolean {
+    return this.s.deleteParticipant.run(groupId, pn).changes > 0;
+  }
+
+  // ---- sender keys --------------------------------------------------------------------------
+
+  /** A phone's sender-key record JSON for (group, sender) (`''` = its own sending key), including queued writes. */
+  loadSenderKey(pn: string, groupId: string, sender: string): string | undefined {
+    const key = `${pn}\u0000${groupId}\u0000${sender}`;
+    const cached = this.senderKeyCache.get(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const record = this.s.getSenderKey.get(pn, groupId, sender)?.record;
+    this.senderKeyCache.set(key, record ?? null);
+    return record;
+  }
+
+  /** Queue a sender-key record write (visible at once, durable after `commit()`). */
+  storeSenderKey(pn: string, groupId: string, sender: string, record: string): void {
+    this.senderKeyCache.set(`${pn}\u0000${groupId}\u0000${sender}`, record);
+    this.enqueue(() => this.s.putSenderKey.run(pn, groupId, sender, record));
+  }
+
+  /**
+   * Forget every phone's own sending key for a group and whom it was sent to (a member left or was removed:
+   * the next message of each phone distributes a new key). Visible at once (the cache holds tombstones), queued
+   * after every earlier write, durable after `commit()`.
+   */
+  rotateGroupSenderKeys(groupId: string): void {
+    for (const { pn } of this.s.listOwnSenderKeyHolders.all(groupId)) {
+      this.senderKeyCache.set(`${pn}\u0000${groupId}\u0000`, null);
+    }
+    for (const key of this.senderKeyCache.keys()) {
+      if (key.endsWith(`\u0000${groupId}\u0000`)) this.senderKeyCache.set(key, null);
+    }
+    this.enqueue(() => {
+      this.s.deleteOwnSenderKeys.run(groupId);
+      this.s.deleteSenderKeySent.run(groupId);
+    });
+  }
+
+  /** Record that `senderPn`'s phone gave its sender key of `groupId` to a companion; @returns whether it was new. */
+  markSenderKeySentNow(senderPn: string, groupId: string, pn: string, deviceId: number): boolean {
+    return this.s.insertSenderKeySent.run(senderPn, groupId, pn, deviceId).changes > 0;
   }
 
   /** Messages received by `pn`'s phone, oldest first. */
@@ -700,7 +1027,7 @@ export class Store {
     return this.s.listReceived.all(pn).map(toMessage);
   }
 
-  /** Every message sent or received by `pn`, oldest first. */
+  /** Every 1:1 message sent or received by `pn`, oldest first. */
   listInvolving(pn: string): MessageRow[] {
     return this.s.listInvolving.all(pn, pn).map(toMessage);
   }
@@ -807,6 +1134,7 @@ export class Store {
         r.plaintext,
         r.encType,
         r.ciphertext,
+        r.skCiphertext ?? null,
         t,
       );
     }

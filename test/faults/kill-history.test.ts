@@ -35,7 +35,12 @@ describe('kill -9 during the initial history sync', () => {
     expect(seeded.status).toBe(201);
     const sandboxDb = readOnly(path.join(dir, 'sandbox', 'sandbox-server', 'sandbox.db'));
     const expected = new Set(
-      (sandboxDb.prepare('SELECT msg_id FROM messages WHERE from_pn = ? OR to_pn = ?').all(PHONE_PN, PHONE_PN) as Array<{ msg_id: string }>).map(
+      // its 1:1 chats and the seeded group's messages (sent, or received as a member)
+      (
+        sandboxDb
+          .prepare('SELECT msg_id FROM messages WHERE from_pn = ? OR to_pn = ? OR seq IN (SELECT seq FROM group_message_recipients WHERE pn = ?)')
+          .all(PHONE_PN, PHONE_PN, PHONE_PN) as Array<{ msg_id: string }>
+      ).map(
         (r) => r.msg_id,
       ),
     );

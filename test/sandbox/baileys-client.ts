@@ -82,6 +82,11 @@ const RECORDED: EventName[] = [
   'contacts.update',
   'messages.reaction',
   'presence.update',
+  'groups.update',
+  'groups.upsert',
+  'group-participants.update',
+  'chats.upsert',
+  'message-receipt.update',
 ];
 
 export interface TestClient {

@@ -129,8 +129,10 @@ describe('sandbox with a real Baileys client', () => {
 
     const history = await client.waitFor('messaging-history.set', (h) => h.chats.length > 0, 5_000);
     const chatIds = history.chats.map((c) => c.id).sort();
-    expect(chatIds).toEqual(['15550101@s.whatsapp.net', '15550102@s.whatsapp.net']);
-    expect(history.messages).toHaveLength(9);
+    // the two contacts and the seeded group "Sandbox Team" (9 direct messages, 4 in the group)
+    expect(chatIds).toEqual([expect.stringMatching(/^120363\d{12}@g\.us$/), '15550101@s.whatsapp.net', '15550102@s.whatsapp.net']);
+    expect(history.chats.find((c) => c.id?.endsWith('@g.us'))?.name).toBe('Sandbox Team');
+    expect(history.messages).toHaveLength(13);
     const alice = history.contacts.find((c) => c.id === '15550101@s.whatsapp.net');
     expect(alice?.name).toBe('Alice Sandbox');
     const texts = history.messages.map((m) => m.message?.conversation);
