@@ -8,13 +8,15 @@
  * `close()` drains the API first (no new requests, event streams closed with 1001, in-flight requests finish),
  * then closes the sessions, the sandbox and the database; a step that hangs is given up after 10 s (logged).
  */
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { issueToken } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
-import { ConfigError, type ServiceConfig } from './config/service-config.ts';
+import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
+import { ConfigError, DEFAULT_MIN_FREE_MB, type ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
@@ -90,6 +92,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
+    // Refuse to start on a (nearly) full disk, before anything is written (--min-free-mb).
+    const minFreeMb = config.minFreeMb ?? DEFAULT_MIN_FREE_MB;
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    assertFreeSpace(config.dataDir, minFreeMb);
+    const disk = new DiskSpaceMonitor(config.dataDir, minFreeMb, logger.child({ component: 'storage' })).start();
+    cleanups.push({ step: 'disk monitor', cleanup: () => disk.stop() });
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
     });
@@ -133,6 +141,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(opts.now && { now: opts.now }),
       ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      storageHasRoom: () => disk.hasRoom(),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
@@ -166,6 +175,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       version: VERSION,
       sandbox: config.sandbox,
       startedAt: Date.now(),
+      storage: () => (engine.storageUnavailable() ? 'unavailable' : disk.low ? 'low' : 'ok'),
       billing,
       webhooks: { policy, wake: () => dispatcher.wake() },
       ...(config.jwt && { jwt: config.jwt }),

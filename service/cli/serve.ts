@@ -56,6 +56,9 @@ Options:
                            loopback names are always accepted (env SWITCHBOARD_ALLOWED_HOSTS)
   --allowed-origins LIST   Extra browser origins (e.g. http://localhost:5173) allowed to change state and open
                            the WebSocket; they also get CORS headers (env SWITCHBOARD_ALLOWED_ORIGINS)
+  --min-free-mb N          Free space the data dir needs, in MiB: below it serve refuses to start, and sessions that
+                           lost storage wait for it; below twice it the log and the console warn (default 100;
+                           env SWITCHBOARD_MIN_FREE_MB)
   -h, --help               Show this help
 
 Prints "API: http://HOST:PORT/api" (and "Sandbox: http://HOST:PORT" in sandbox mode) on stdout once ready.
@@ -96,6 +99,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'auth-failure-limit': { type: 'string' },
     'allowed-hosts': { type: 'string' },
     'allowed-origins': { type: 'string' },
+    'min-free-mb': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -132,6 +136,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     authFailureLimit: values['auth-failure-limit'],
     allowedHosts: values['allowed-hosts'],
     allowedOrigins: values['allowed-origins'],
+    minFreeMb: values['min-free-mb'],
   });
   const logger = createLogger(config.logLevel);
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up

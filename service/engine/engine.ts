@@ -5,6 +5,7 @@
  */
 import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
+import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
 import { mediaFileNameOf } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
@@ -23,6 +24,11 @@ const MAX_READ_RECEIPTS = 100;
 /** How long a send waits for the server to acknowledge the message before answering with it still pending. */
 const DEFAULT_SERVER_ACK_TIMEOUT_MS = 10_000;
 
+/** 507: the data dir cannot take writes; the message was not sent (and will not be sent later). */
+function storageUnavailable(): ServiceError {
+  return new ServiceError(507, 'Storage is unavailable (the data directory is full or not writable): nothing was sent; try again once space is freed');
+}
+
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
   if (opts.waRootPublicKey) WA_CERT_DETAILS.PUBLIC_KEY = Buffer.from(opts.waRootPublicKey);
@@ -33,6 +39,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const serverAckTimeoutMs = opts.serverAckTimeoutMs ?? DEFAULT_SERVER_ACK_TIMEOUT_MS;
   const media = new MediaStore(opts.mediaDir);
   const numberChecker = new NumberChecker(now);
+  const storageDown = () => store.storage().state === 'unavailable' || [...sessions.values()].some((s) => s.waitingForStorage);
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
 
   function start(connectionId: string): void {
@@ -47,6 +54,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       media,
       ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      ...(opts.storageHasRoom && { storageHasRoom: opts.storageHasRoom }),
     });
     sessions.set(connectionId, session);
     session.start();
@@ -61,6 +69,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
 
   /** The online session of a connection, or a 409 explaining why it cannot act now. */
   function onlineSession(connectionId: string): Session {
+    // Nothing is sent while the store cannot commit: a message that could not be recorded must not leave.
+    if (storageDown()) throw storageUnavailable();
     const session = sessions.get(connectionId);
     const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
     if (!session || status !== 'online' || !session.socket) {
@@ -162,6 +172,9 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       recorded = record(sent);
     } catch (err) {
       serverAck.cancel();
+      // The frames of this message were still held (commit-before-receipt.ts): the session dropped them with the
+      // socket, so the message never left.
+      if (isStorageError(err)) throw storageUnavailable();
       throw err;
     }
     const outcome = await serverAck.done;
@@ -322,6 +335,11 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       } catch (err) {
         throw new ServiceError(502, `The number check failed: ${err instanceof Error ? err.message : String(err)}`);
       }
+    },
+    storageUnavailable: () => storageDown(),
+    liveStatus(connectionId) {
+      const session = sessions.get(connectionId);
+      return session ? { status: session.status, reason: session.statusReason } : undefined;
     },
     session: (connectionId) => sessions.get(connectionId),
     async close() {

@@ -5,7 +5,9 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Message } from '../db/messages.ts';
+import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
+import type { NumberCheck } from './number-check.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -33,6 +35,8 @@ export interface EngineOptions {
   urlFetchDispatcher?: Dispatcher;
   /** How long a connection attempt may take to reach the QR or the logged-in state, in ms (20 000). */
   connectTimeoutMs?: number;
+  /** Whether the data dir has room (free space ≥ `--min-free-mb`); sessions wait for it after a storage failure. */
+  storageHasRoom?: () => boolean;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document';
@@ -90,7 +94,6 @@ export interface SendTextInput {
 }
 
 export type { NumberCheck } from './number-check.ts';
-import type { NumberCheck } from './number-check.ts';
 
 export interface Engine {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
@@ -101,6 +104,16 @@ export interface Engine {
   restart(connectionId: string): Promise<void>;
   /** Stops the session; with `logout`, unlinks the device from the phone and wipes the auth state. */
   stop(connectionId: string, opts?: { logout?: boolean }): Promise<void>;
+  /**
+   * The status (and its reason) of a running session as this process knows it: while the disk is full it may not
+   * be stored yet. Undefined when no session runs for the connection.
+   */
+  liveStatus(connectionId: string): { status: ConnectionStatus; reason: string | null } | undefined;
+  /**
+   * Whether storage counts as unavailable: the last commit failed, or a session still waits for the disk to have
+   * room and take a write again (sends answer 507 meanwhile).
+   */
+  storageUnavailable(): boolean;
   /** Latest QR string of a connection waiting for a scan; undefined while none exists yet. */
   currentQr(connectionId: string): string | undefined;
   /** Profile of an online connection; undefined otherwise. */

@@ -22,6 +22,8 @@ export interface ApiDeps {
   sandbox: boolean;
   /** When the service started (ms since the epoch), for the health route's uptime. */
   startedAt: number;
+  /** The data dir's state for the health route: `low` below twice --min-free-mb, `unavailable` while commits fail. */
+  storage?: () => 'ok' | 'low' | 'unavailable';
   /** Slots and billing (issue #6); absent: the local provider with the default settings (100 slots per user). */
   billing?: Billing;
   /** Webhook URL policy and dispatcher; without it webhooks accept only public https:// URLs and wait for the poll. */
