@@ -24,7 +24,7 @@ import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { UrlPolicy } from './webhooks/url-policy.ts';
+import { OutboundPolicy, type Resolver } from './net/outbound.ts';
 
 /** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
 const SHUTDOWN_STEP_TIMEOUT_MS = 10_000;
@@ -43,8 +43,12 @@ export interface StartOptions {
   logger?: Logger;
   /** The engine's clock in ms (the message edit window is checked against it); `Date.now` by default. */
   now?: () => number;
-  /** Dispatcher for fetching `url` media of send requests (e.g. trusting a test CA). */
-  urlFetchDispatcher?: EngineOptions['urlFetchDispatcher'];
+  /** TLS options for fetching `url` media of send requests (e.g. trusting a test CA). */
+  urlFetchTls?: EngineOptions['urlFetchTls'];
+  /** Total time for fetching a send request's `url`, in ms (60 000; tests shorten it). */
+  urlFetchTimeoutMs?: number;
+  /** Name resolution of the outbound URL policy (tests inject a stub); `dns.lookup` by default. */
+  resolve?: Resolver;
   /** How long a connection attempt may take, in ms (20 000; tests shorten it). */
   connectTimeoutMs?: number;
 }
@@ -113,6 +117,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       waCaCertPem = trust.caCertPem;
     }
 
+    // One outbound URL policy for webhooks and send-* `url` fetches (net/outbound.ts).
+    const policy = new OutboundPolicy({
+      allowLan: config.allowLanWebhooks === true,
+      allowLanSetting: () => store.webhooks.allowLanSetting(),
+      ...(opts.resolve && { resolve: opts.resolve }),
+    });
     const engine = createEngine({
       store,
       logger,
@@ -123,15 +133,13 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(waRootPublicKey && { waRootPublicKey }),
       ...(waCaCertPem && { waCaCertPem }),
       ...(opts.now && { now: opts.now }),
-      ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
+      outbound: policy,
+      ...(opts.urlFetchTls && { urlFetchTls: opts.urlFetchTls }),
+      ...(opts.urlFetchTimeoutMs !== undefined && { urlFetchTimeoutMs: opts.urlFetchTimeoutMs }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
-    const policy = new UrlPolicy({
-      allowLan: config.allowLanWebhooks === true,
-      allowLanSetting: () => store.webhooks.allowLanSetting(),
-    });
     const dispatcher = new WebhookDispatcher({
       store,
       logger: logger.child({ component: 'webhooks' }),
@@ -159,7 +167,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       sandbox: config.sandbox,
       startedAt: Date.now(),
       billing,
-      webhooks: { policy, wake: () => dispatcher.wake() },
+      webhooks: { policy, wake: () => dispatcher.wake(), deleted: (id) => dispatcher.deleted(id) },
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
