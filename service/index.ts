@@ -11,6 +11,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
+import { repairPrivateModes } from './config/private-dir.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
@@ -86,6 +87,14 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
+    // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired.
+    const loose = repairPrivateModes(config.dataDir);
+    if (loose.repaired) {
+      logger.warn(
+        { dataDir: config.dataDir, repaired: loose.repaired, examples: loose.examples },
+        'data dir was readable by other local accounts: folders set to 0700 and files to 0600',
+      );
+    }
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
     });
@@ -186,6 +195,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });
 
     engine.startAll();
+    // Files made during start-up by parts that do not set modes themselves (the sandbox's database): no warning.
+    repairPrivateModes(config.dataDir);
 
     let closing: Promise<void> | undefined;
     return {

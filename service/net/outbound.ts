@@ -291,6 +291,7 @@ export class OutboundPolicy {
       close();
       throw new OutboundFetchError(reasonOf(err));
     }
+    res.body.on('error', () => undefined); // a destroyed or timed-out body: the reader sees it through its own await
     if (res.statusCode < 200 || res.statusCode > 299) {
       res.body.destroy();
       close();

@@ -1,0 +1,80 @@
+/**
+ * A private data dir (issue 20 item 3): the database holds the Signal private keys of every linked account and the
+ * webhook signing secrets, so nothing in the data dir may be readable by other local accounts. Folders are 0700
+ * and files 0600: set at creation (`ensurePrivateDir`, `PRIVATE_FILE_MODE` for writers) and repaired at start
+ * (`repairPrivateModes`, the caller logs one warning when it tightened anything).
+ *
+ * POSIX only: on Windows modes are not ACLs and these functions do nothing (the default ACL of the per-user
+ * `%APPDATA%` folder already keeps other accounts out; see docs/durability.md).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+const posix = process.platform !== 'win32';
+
+/** Creates `dir` (and missing parents) with mode 0700; tightens `dir` itself when it exists and is looser. */
+export function ensurePrivateDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  if (!posix) return;
+  try {
+    if (fs.statSync(dir).mode & 0o077) fs.chmodSync(dir, PRIVATE_DIR_MODE);
+  } catch {
+    /* not ours to change: left as it is */
+  }
+}
+
+/** Creates an empty file with mode 0600 when `file` does not exist yet (before SQLite opens it: WAL and SHM copy its mode). */
+export function ensurePrivateFile(file: string): void {
+  fs.closeSync(fs.openSync(file, 'a', PRIVATE_FILE_MODE));
+}
+
+export interface ModeRepair {
+  /** How many folders and files were tightened. */
+  repaired: number;
+  /** Up to five of them, relative to the data dir, with their former mode (e.g. `media 755`). */
+  examples: string[];
+}
+
+/**
+ * Creates `dataDir` (0700) if needed, then walks it (symbolic links are neither followed nor changed) and sets
+ * every folder that other accounts can read, write or enter to 0700 and every such file to 0600.
+ * Entries it cannot change (owned by someone else) are left as they are.
+ */
+export function repairPrivateModes(dataDir: string): ModeRepair {
+  fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const result: ModeRepair = { repaired: 0, examples: [] };
+  if (!posix) return result;
+  const visit = (p: string, st: fs.Stats) => {
+    if (st.isSymbolicLink()) return;
+    const dir = st.isDirectory();
+    if (st.mode & 0o077) {
+      try {
+        fs.chmodSync(p, dir ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE);
+        result.repaired++;
+        if (result.examples.length < 5) result.examples.push(`${path.relative(dataDir, p) || '.'} ${(st.mode & 0o777).toString(8)}`);
+      } catch {
+        /* not ours to change */
+      }
+    }
+    if (!dir) return;
+    let names: string[];
+    try {
+      names = fs.readdirSync(p);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const child = path.join(p, name);
+      try {
+        visit(child, fs.lstatSync(child));
+      } catch {
+        /* removed meanwhile */
+      }
+    }
+  };
+  visit(dataDir, fs.lstatSync(dataDir));
+  return result;
+}
