@@ -319,12 +319,12 @@ export class WebhookDispatcher implements OutboxClaimer {
     return { row, key };
   }
 
-  /** A webhook is gone: its connection pool is closed (in-flight attempts on it fail and are released). */
+  /** A webhook is gone (or moved to another origin): its connection pool is destroyed, in-flight attempts on it end. */
   deleted(webhookId: string): void {
     const entry = this.#agents.get(webhookId);
     if (!entry) return;
     this.#agents.delete(webhookId);
-    void entry.agent.close().catch(() => undefined);
+    void entry.agent.destroy().catch(() => undefined);
   }
 
   /** The webhook's connection pool for `url`'s origin (a new one when the URL moved to another origin). */

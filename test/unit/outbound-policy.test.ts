@@ -8,80 +8,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LAN_SPELLINGS, LOOPBACK_SPELLINGS, NEVER_SPELLINGS } from '../helpers/address-spellings.ts';
 import { OutboundFetchError, OutboundPolicy, OutboundRefusedError, UNREACHABLE, classifyAddress } from '../../service/net/outbound.ts';
-
-/** Loopback in every spelling the WHATWG URL parser and IPv6 allow. */
-export const LOOPBACK_SPELLINGS = [
-  '127.0.0.1',
-  '2130706433',
-  '0x7f.1',
-  '0x7f000001',
-  '017700000001',
-  '0177.0.0.1',
-  '127.1',
-  '127.0.1',
-  '127.0.0.1.',
-  '127.255.255.254',
-  '[::1]',
-  '[0:0:0:0:0:0:0:1]',
-  '[::ffff:127.0.0.1]',
-  '[::ffff:7f00:1]',
-  '[0:0:0:0:0:ffff:7f00:1]',
-  '[64:ff9b::127.0.0.1]',
-  'localhost',
-  'localhost.',
-  'LOCALHOST',
-  'api.localhost',
-];
-/** Private, CGNAT and ULA addresses (LAN: allowed only with allowLanWebhooks). */
-export const LAN_SPELLINGS = [
-  '10.0.0.1',
-  '167772161',
-  '0xa.0.0.1',
-  '012.0.0.1',
-  '10.1',
-  '172.16.0.1',
-  '192.168.1.10',
-  '3232235786',
-  '100.64.0.1',
-  '[::ffff:10.0.0.1]',
-  '[::ffff:c0a8:10a]',
-  '[64:ff9b::10.0.0.1]',
-  '[64:ff9b::c0a8:10a]',
-  '[fc00::1]',
-  '[fd12:3456::1]',
-];
-/** Refused even with allowLanWebhooks: link-local, metadata, unspecified, multicast, broadcast, reserved, IPv4-compatible, 6to4, Teredo. */
-export const NEVER_SPELLINGS = [
-  '169.254.169.254',
-  '2852039166',
-  '0xa9fea9fe',
-  '0251.0376.0251.0376',
-  '169.254.169.254.',
-  '[::ffff:169.254.169.254]',
-  '[::ffff:a9fe:a9fe]',
-  '[fe80::1]',
-  '[fd00:ec2::254]',
-  '100.100.100.200',
-  '192.0.0.192',
-  '0.0.0.0',
-  '0',
-  '0x0',
-  '[::]',
-  '224.0.0.1',
-  '[ff02::1]',
-  '255.255.255.255',
-  '240.0.0.1',
-  '192.0.2.1',
-  '198.18.0.1',
-  '[::127.0.0.1]',
-  '[::7f00:1]',
-  '[::10.0.0.1]',
-  '[::169.254.169.254]',
-  '[2002:7f00:1::]',
-  '[2001::1]',
-  '[64:ff9b::169.254.169.254]',
-];
 
 const refusal = async (p: Promise<unknown>) => {
   try {
