@@ -58,8 +58,8 @@ export interface PrepareOptions {
   tls?: ConnectionOptions;
   /** Total time for a URL fetch, in ms (60 000). */
   timeoutMs?: number;
-  /** Where the cause of a failed URL fetch is logged (debug level). */
-  logger?: Pick<Logger, 'debug'>;
+  /** Where the cause of a failed URL fetch is logged (info level; the API user sees only URL_FETCH_FAILED). */
+  logger?: Pick<Logger, 'info'>;
 }
 
 const baseType = (mimetype: string) => mimetype.split(';')[0]!.trim().toLowerCase();
@@ -193,7 +193,7 @@ async function fetchUrl(url: string, limit: number, kind: MediaKind, opts: Prepa
   if (parsed.protocol !== 'https:') throw badRequest('body/url must be an https:// URL');
   const policy = opts.policy ?? new OutboundPolicy({ allowLan: false });
   const failed = (reason: string) => {
-    opts.logger?.debug({ reason }, 'send url could not be fetched');
+    opts.logger?.info({ reason }, 'send url could not be fetched');
     return badRequest(URL_FETCH_FAILED);
   };
   let res: Awaited<ReturnType<OutboundPolicy['fetch']>>;
