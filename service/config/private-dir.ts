@@ -38,43 +38,63 @@ export interface ModeRepair {
   examples: string[];
 }
 
+/** Folders of the data dir that are entirely Switchboard's (walked to the bottom); other folders are left alone. */
+const OWN_FOLDERS = new Set(['media', 'sandbox-server']);
+
 /**
- * Creates `dataDir` (0700) if needed, then walks it (symbolic links are neither followed nor changed) and sets
- * every folder that other accounts can read, write or enter to 0700 and every such file to 0600.
- * Entries it cannot change (owned by someone else) are left as they are.
+ * Creates `dataDir` (0700) if needed, then takes the group and other bits off the data dir itself, every file
+ * directly in it (database, WAL, SHM, secrets, lock and log files) and everything under its own folders (`media/`,
+ * `sandbox-server/`): 0755 becomes 0700, 0644 becomes 0600. Other folders (a data dir pointed at a folder that
+ * holds more than Switchboard's data) and symbolic links are not touched; entries it cannot change (owned by
+ * someone else) are left as they are.
  */
 export function repairPrivateModes(dataDir: string): ModeRepair {
   fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const result: ModeRepair = { repaired: 0, examples: [] };
   if (!posix) return result;
-  const visit = (p: string, st: fs.Stats) => {
-    if (st.isSymbolicLink()) return;
-    const dir = st.isDirectory();
-    if (st.mode & 0o077) {
-      try {
-        fs.chmodSync(p, dir ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE);
-        result.repaired++;
-        if (result.examples.length < 5) result.examples.push(`${path.relative(dataDir, p) || '.'} ${(st.mode & 0o777).toString(8)}`);
-      } catch {
-        /* not ours to change */
-      }
+  const tighten = (p: string, st: fs.Stats) => {
+    if (!(st.mode & 0o077)) return;
+    try {
+      fs.chmodSync(p, st.mode & 0o700);
+      result.repaired++;
+      if (result.examples.length < 5) result.examples.push(`${path.relative(dataDir, p) || '.'} ${(st.mode & 0o777).toString(8)}`);
+    } catch {
+      /* not ours to change */
     }
-    if (!dir) return;
+  };
+  const children = (dir: string): Array<[string, fs.Stats]> => {
     let names: string[];
     try {
-      names = fs.readdirSync(p);
+      names = fs.readdirSync(dir);
     } catch {
-      return;
+      return [];
     }
+    const out: Array<[string, fs.Stats]> = [];
     for (const name of names) {
-      const child = path.join(p, name);
       try {
-        visit(child, fs.lstatSync(child));
+        out.push([name, fs.lstatSync(path.join(dir, name))]);
       } catch {
         /* removed meanwhile */
       }
     }
+    return out;
   };
-  visit(dataDir, fs.lstatSync(dataDir));
+  const walk = (dir: string) => {
+    for (const [name, st] of children(dir)) {
+      const p = path.join(dir, name);
+      if (st.isSymbolicLink()) continue;
+      tighten(p, st);
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  tighten(dataDir, fs.lstatSync(dataDir));
+  for (const [name, st] of children(dataDir)) {
+    const p = path.join(dataDir, name);
+    if (st.isFile()) tighten(p, st);
+    else if (st.isDirectory() && OWN_FOLDERS.has(name)) {
+      tighten(p, st);
+      walk(p);
+    }
+  }
   return result;
 }

@@ -7,7 +7,8 @@
  * - With LAN access on: a closed port, a silent server (timeout), a refused address, a redirect and a 404 all
  *   answer the same text; the redirect is not followed.
  * - Data dir modes: 0700 folders and 0600 files after start, after a sent and a received (downloaded) media
- *   file, with no warning; after a restart that found 0755/0644, every mode repaired and one warning logged.
+ *   file, with no warning; after a restart that found 0755/0644, every mode repaired and one warning logged (a
+ *   folder that is not Switchboard's left alone).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -222,7 +223,13 @@ describe('outbound URL policy and private data dir end to end', () => {
       if (fs.existsSync(p)) fs.chmodSync(p, 0o644);
     }
     for (const f of media) fs.chmodSync(f, 0o644);
-    expect(loose(modes(s.dataDir)).length).toBeGreaterThanOrEqual(5);
+    // A folder that is not Switchboard's (a data dir shared with other things) is left as it is.
+    const other = path.join(s.dataDir, 'not-ours');
+    fs.mkdirSync(other);
+    fs.chmodSync(other, 0o755);
+    fs.writeFileSync(path.join(other, 'script.sh'), '#!/bin/sh\n', { mode: 0o755 });
+    fs.chmodSync(path.join(other, 'script.sh'), 0o755);
+    expect(loose(modes(s.dataDir)).length).toBeGreaterThanOrEqual(7);
 
     const restart = captureLogger();
     const config: ServiceConfig = {
@@ -242,7 +249,7 @@ describe('outbound URL policy and private data dir end to end', () => {
       expect(warnings[0]).toMatchObject({ level: 40, dataDir: s.dataDir });
       expect(warnings[0]!.repaired).toBeGreaterThanOrEqual(5);
       const all = modes(s.dataDir);
-      expect(loose(all)).toEqual([]);
+      expect(loose(all)).toEqual(['not-ours 755', `${path.join('not-ours', 'script.sh')} 755`]);
       for (const f of media) expect(mode(f), f).toBe(0o600);
       expect(all.get('.')).toBe(0o700);
     } finally {
