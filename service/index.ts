@@ -87,7 +87,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
-    // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired.
+    const store = openStore(config.dataDir, {
+      onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
+    });
+    cleanups.push({ step: 'database', cleanup: () => store.close() });
+    // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
+    // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
     const loose = repairPrivateModes(config.dataDir);
     if (loose.repaired) {
       logger.warn(
@@ -95,10 +100,6 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
         'data dir was readable by other local accounts: folders set to 0700 and files to 0600',
       );
     }
-    const store = openStore(config.dataDir, {
-      onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
-    });
-    cleanups.push({ step: 'database', cleanup: () => store.close() });
     const checkpointer = startCheckpointer(store.db, (err) =>
       logger.error({ err }, 'the WAL checkpoint worker failed; checkpoints run on the main thread again'),
     );

@@ -1,7 +1,7 @@
 /**
  * A private data dir (issue 20 item 3): the database holds the Signal private keys of every linked account and the
  * webhook signing secrets, so nothing in the data dir may be readable by other local accounts. Folders are 0700
- * and files 0600: set at creation (`ensurePrivateDir`, `PRIVATE_FILE_MODE` for writers) and repaired at start
+ * and files 0600: set at creation (`PRIVATE_DIR_MODE` / `PRIVATE_FILE_MODE` for writers, `ensurePrivateFile`) and repaired at start
  * (`repairPrivateModes`, the caller logs one warning when it tightened anything).
  *
  * POSIX only: on Windows modes are not ACLs and these functions do nothing (the default ACL of the per-user
@@ -14,17 +14,6 @@ export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 const posix = process.platform !== 'win32';
-
-/** Creates `dir` (and missing parents) with mode 0700; tightens `dir` itself when it exists and is looser. */
-export function ensurePrivateDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if (!posix) return;
-  try {
-    if (fs.statSync(dir).mode & 0o077) fs.chmodSync(dir, PRIVATE_DIR_MODE);
-  } catch {
-    /* not ours to change: left as it is */
-  }
-}
 
 /** Creates an empty file with mode 0600 when `file` does not exist yet (before SQLite opens it: WAL and SHM copy its mode). */
 export function ensurePrivateFile(file: string): void {
