@@ -5,10 +5,11 @@
  * and HTTP on loopback; nothing connects outside loopback.
  */
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../service/webhooks/dispatcher.ts';
-import { OutboundPolicy } from '../../service/net/outbound.ts';
+import { OutboundPolicy, UNREACHABLE } from '../../service/net/outbound.ts';
 import { LAN_SPELLINGS, LOOPBACK_SPELLINGS, NEVER_SPELLINGS } from '../helpers/address-spellings.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
@@ -90,7 +91,7 @@ describe('a connection pool per webhook', () => {
     dispatcher = new WebhookDispatcher({
       store: api.store,
       logger: api.app.log,
-      policy: new OutboundPolicy({ allowLan: true }),
+      policy: new OutboundPolicy({ allowLan: false, allowLanSetting: () => api.store.webhooks.allowLanSetting() }),
       retryDelaysMs: [0, 60_000],
       perWebhookConcurrency: 4,
       totalTimeoutMs: 120_000,
@@ -140,5 +141,36 @@ describe('a connection pool per webhook', () => {
     dispatcher.deleted(a.id); // what the service's webhook routes call on DELETE
     await waitFor("the deleted webhook's sockets closed", () => (closed.size === 4 ? true : undefined));
     expect([...closed].every((res) => res.req.url!.startsWith('/hang/a'))).toBe(true);
+  });
+
+  it('logs one text for the consumer whether the target is refused by the policy or its port is closed', async () => {
+    const alice = api.user('alice');
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const closedPort = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const make = async (url: string) => {
+      const conn = api.connection(alice.id, 'online');
+      const res = await api.request<{ id: string }>('POST', `/connections/${conn.id}/webhooks`, { token: alice.token, body: { url, events: ['*'] } });
+      expect(res.status).toBe(201);
+      return { conn: conn.id, id: res.body.id };
+    };
+    const refused = await make(`http://127.0.0.1:${port}/ok-but-refused`);
+    const closedHook = await make(`http://127.0.0.1:${closedPort}/x`);
+    const before = healthy.length;
+    // The operator turns LAN access off: the loopback webhook is refused at delivery, before any connection.
+    api.store.webhooks.setAllowLanSetting(false);
+    try {
+      for (const h of [refused, closedHook]) api.store.appendEvent(alice.id, h.conn, 'message', {});
+      const errorOf = async (id: string) => {
+        const l = await api.request<Array<{ lastError: string | null }>>('GET', `/webhooks/${id}/logs`, { token: alice.token });
+        return l.body[0]?.lastError ?? undefined;
+      };
+      expect(await waitFor('the refused attempt', () => errorOf(refused.id))).toBe(UNREACHABLE);
+      expect(await waitFor('the closed-port attempt', () => errorOf(closedHook.id))).toBe(UNREACHABLE);
+      expect(healthy.length).toBe(before); // the refused one never reached the server
+    } finally {
+      api.store.webhooks.setAllowLanSetting(true);
+    }
   });
 });
