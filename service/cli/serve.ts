@@ -27,8 +27,8 @@ Options:
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
-  --allow-lan-webhooks     Let webhooks use http:// and loopback/private/ULA/CGNAT addresses
-                           (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
+  --allow-lan-webhooks     Let webhooks (also http://) and send-* url fetches reach loopback/private/ULA/CGNAT
+                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
   --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
                            (default 0,5000,300000,1800000,7200000, each x U(0.8,1.2); env SWITCHBOARD_WEBHOOK_RETRY_DELAYS)
   --event-retention-days N Days the event log keeps events (default 7; env SWITCHBOARD_EVENT_RETENTION_DAYS)

@@ -9,6 +9,7 @@ import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
 import { mediaFileNameOf } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
+import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent } from './outgoing.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
@@ -31,6 +32,7 @@ function storageUnavailable(): ServiceError {
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
+  const outbound = opts.outbound ?? new OutboundPolicy({ allowLan: false });
   if (opts.waRootPublicKey) WA_CERT_DETAILS.PUBLIC_KEY = Buffer.from(opts.waRootPublicKey);
   const sessions = new Map<string, Session>();
   const typingDelayMs = opts.typingDelayMs ?? DEFAULT_TYPING_DELAY;
@@ -193,7 +195,12 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const { jid, chatId } = await resolveChat(session, input.chatId);
     const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
     // Fetch/decode and check media before any presence, so a bad request fails fast and shows no "typing…".
-    const prepared = await prepareContent(input, { ...(opts.urlFetchDispatcher && { dispatcher: opts.urlFetchDispatcher }) });
+    const prepared = await prepareContent(input, {
+      policy: outbound,
+      logger,
+      ...(opts.urlFetchTls && { tls: opts.urlFetchTls }),
+      ...(opts.urlFetchTimeoutMs !== undefined && { timeoutMs: opts.urlFetchTimeoutMs }),
+    });
     if (!input.skipPresence) {
       await humanizeBeforeSend(
         session.socket!,

@@ -3,7 +3,8 @@
  * The implementation is `engine/engine.ts`; one Baileys session per connection lives behind it.
  */
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
+import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Message } from '../db/messages.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
@@ -31,8 +32,12 @@ export interface EngineOptions {
    * Without it in time the answer carries the message still pending (ack 1).
    */
   serverAckTimeoutMs?: number;
-  /** Dispatcher for fetching `url` media of send requests; undici's global one by default (tests trust a local CA). */
-  urlFetchDispatcher?: Dispatcher;
+  /** The outbound URL policy that checks, pins and fetches a send request's `url` (one with LAN access off by default). */
+  outbound?: OutboundPolicy;
+  /** TLS options for those fetches (tests trust a local CA). */
+  urlFetchTls?: ConnectionOptions;
+  /** Total time for fetching a send request's `url`, in ms (60 000). */
+  urlFetchTimeoutMs?: number;
   /** How long a connection attempt may take to reach the QR or the logged-in state, in ms (20 000). */
   connectTimeoutMs?: number;
   /** Whether the data dir has room (free space ≥ `--min-free-mb`); sessions wait for it after a storage failure. */

@@ -2,14 +2,16 @@
 import type { Billing } from '../billing/billing.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
-import type { UrlPolicy } from '../webhooks/url-policy.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
 
 /** What the webhook routes need beyond the store. */
 export interface WebhookDeps {
   /** Which URLs webhooks may target (checked at create/update). */
-  policy: UrlPolicy;
+  policy: OutboundPolicy;
   /** Asks the dispatcher to look for due deliveries now (after a manual retry). */
   wake(): void;
+  /** Tells the dispatcher a webhook is gone (its connection pool is closed). */
+  deleted?(webhookId: string): void;
 }
 
 export interface ApiDeps {
