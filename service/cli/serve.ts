@@ -56,6 +56,10 @@ Options:
                            loopback names are always accepted (env SWITCHBOARD_ALLOWED_HOSTS)
   --allowed-origins LIST   Extra browser origins (e.g. http://localhost:5173) allowed to change state and open
                            the WebSocket; they also get CORS headers (env SWITCHBOARD_ALLOWED_ORIGINS)
+  --max-streams-per-user N Open WebSocket event streams per user; more answer 429 (default 20; 0 = no cap;
+                           env SWITCHBOARD_MAX_STREAMS_PER_USER)
+  --max-large-uploads-per-user N  Request bodies over 1 MiB (media sends) in progress at once per user; more answer
+                           429 (default 2; 0 = no cap; env SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER)
   -h, --help               Show this help
 
 Prints "API: http://HOST:PORT/api" (and "Sandbox: http://HOST:PORT" in sandbox mode) on stdout once ready.
@@ -96,6 +100,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'auth-failure-limit': { type: 'string' },
     'allowed-hosts': { type: 'string' },
     'allowed-origins': { type: 'string' },
+    'max-streams-per-user': { type: 'string' },
+    'max-large-uploads-per-user': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -132,6 +138,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     authFailureLimit: values['auth-failure-limit'],
     allowedHosts: values['allowed-hosts'],
     allowedOrigins: values['allowed-origins'],
+    maxStreamsPerUser: values['max-streams-per-user'],
+    maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
   });
   const logger = createLogger(config.logLevel);
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up

@@ -44,6 +44,10 @@ export interface ServiceConfig {
   allowedHosts?: string[];
   /** Extra browser origins allowed to make state-changing requests and WebSocket upgrades (and get CORS). */
   allowedOrigins?: string[];
+  /** Open WebSocket event streams per user (0 = no cap); absent: 20. */
+  maxStreamsPerUser?: number;
+  /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
+  maxLargeUploadsPerUser?: number;
 }
 
 /** Where identity-provider JWTs come from and how they are checked. */
@@ -110,6 +114,8 @@ export interface ConfigFlags {
   authFailureLimit?: string;
   allowedHosts?: string;
   allowedOrigins?: string;
+  maxStreamsPerUser?: string;
+  maxLargeUploadsPerUser?: string;
 }
 
 /** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
@@ -341,6 +347,7 @@ export function resolveServiceConfig(
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
     ...webhookSettings(flags, env),
     ...security(flags, env),
+    ...userCaps(flags, env),
     ...billingSettings(flags, env),
   };
 }
@@ -368,6 +375,27 @@ export function security(
     }),
     ...(allowedHosts.length > 0 && { allowedHosts }),
     ...(allowedOrigins.length > 0 && { allowedOrigins }),
+  };
+}
+
+/**
+ * Per-user caps of `serve`; only the ones set appear (env SWITCHBOARD_MAX_STREAMS_PER_USER,
+ * _MAX_LARGE_UPLOADS_PER_USER; defaults in http/plugins/user-caps.ts). @throws ConfigError
+ */
+export function userCaps(
+  flags: ConfigFlags,
+  env: Env = process.env,
+): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
+  const streams = setting(flags.maxStreamsPerUser, 'max-streams-per-user', env, 'SWITCHBOARD_MAX_STREAMS_PER_USER');
+  const uploads = setting(
+    flags.maxLargeUploadsPerUser,
+    'max-large-uploads-per-user',
+    env,
+    'SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER',
+  );
+  return {
+    ...(streams && { maxStreamsPerUser: parseCount(streams, 0) }),
+    ...(uploads && { maxLargeUploadsPerUser: parseCount(uploads, 0) }),
   };
 }
 
