@@ -200,6 +200,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
       ...(config.allowedOrigins && { allowedOrigins: config.allowedOrigins }),
+      userCaps: {
+        ...(config.maxStreamsPerUser !== undefined && { maxStreams: config.maxStreamsPerUser }),
+        ...(config.maxLargeUploadsPerUser !== undefined && { maxLargeUploads: config.maxLargeUploadsPerUser }),
+      },
     });
     cleanups.push({ step: 'api', cleanup: () => app.close() });
     await app.listen({ host: config.host, port: config.port });

@@ -8,9 +8,10 @@ import { ServiceError } from '../errors.ts';
 /** The caller of a request, as routes see it. */
 export interface AuthUser {
   id: string;
+  /** A local user's name, or a JWT user's label (not unique: never use it to identify anyone). */
   name: string;
   /** How the caller proved who they are; `tokenId` is set for API tokens. */
-  credential: { kind: 'api-token'; tokenId: string } | { kind: 'jwt'; subject: string };
+  credential: { kind: 'api-token'; tokenId: string } | { kind: 'jwt'; issuer: string; subject: string };
 }
 
 export type CredentialKind = AuthUser['credential']['kind'];

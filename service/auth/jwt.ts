@@ -1,11 +1,13 @@
 /**
  * Verifier for identity-provider JWTs (interface-spec §5): the signature is checked against the provider's JWKS
  * (`jose` createRemoteJWKSet: cached, refetched for an unknown `kid` at most every `cooldownMs`), with the
- * configured issuer and audience, pinned algorithms and 30 s of clock tolerance. The caller is the user of the
- * token's `iss|sub`, created on first sight from the `sub`, `email` and `preferred_username`/`name` claims.
+ * configured issuer and audience, pinned algorithms and 30 s of clock tolerance. The caller is the `jwt` user of the
+ * token's issuer + `sub` (db/users.ts), created on first sight with a label from the `email`, `preferred_username`
+ * or `name` claim; the label never identifies anyone (a local user of the same name is another user).
  *
  * Failures (all 401 unless said otherwise): expired → `Token has expired`; any other verification failure
- * (signature, issuer, audience, algorithm, unknown key, malformed, missing `sub`) → `Unauthorized`; a disabled
+ * (signature, issuer, audience, algorithm, unknown key, malformed, missing `sub`, `iat` more than 30 s in the
+ * future) → `Unauthorized`; a disabled
  * user → `User is disabled`; the JWKS cannot be fetched (provider down, timeout, bad document) → 503
  * `Identity provider unavailable, please retry` (never accepted unverified).
  */
@@ -22,6 +24,8 @@ export interface JwtVerifierOptions extends JwtSettings {
   cooldownMs?: number;
   /** JWKS HTTP timeout (jose default 5 s). */
   timeoutMs?: number;
+  /** The clock, in ms since the epoch (tests). */
+  now?: () => number;
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -41,6 +45,7 @@ export function jwtVerifier(store: Pick<Store, 'users' | 'tx'>, opts: JwtVerifie
     ...(opts.cooldownMs !== undefined && { cooldownDuration: opts.cooldownMs }),
     ...(opts.timeoutMs !== undefined && { timeoutDuration: opts.timeoutMs }),
   });
+  const now = opts.now ?? Date.now;
   return {
     kind: 'jwt',
     claims: looksLikeJwt,
@@ -52,6 +57,7 @@ export function jwtVerifier(store: Pick<Store, 'users' | 'tx'>, opts: JwtVerifie
           audience: opts.audience,
           algorithms: opts.algorithms,
           clockTolerance: CLOCK_TOLERANCE_S,
+          currentDate: new Date(now()),
           requiredClaims: ['sub', 'exp'],
         }));
       } catch (err) {
@@ -64,16 +70,17 @@ export function jwtVerifier(store: Pick<Store, 'users' | 'tx'>, opts: JwtVerifie
       }
       const sub = claimString(payload, 'sub');
       if (!sub) throw unauthorized(AUTH_MESSAGES.invalidJwt);
-      const subject = `${opts.issuer}|${sub}`;
+      // jose checks `iat` only against a maxTokenAge; a token issued in the future is a forged or mis-clocked one.
+      if (typeof payload.iat === 'number' && payload.iat > now() / 1000 + CLOCK_TOLERANCE_S)
+        throw unauthorized(AUTH_MESSAGES.invalidJwt);
       const user = store.tx(() =>
-        store.users.ensureForSubject(subject, {
-          sub,
+        store.users.ensureJwtUser(opts.issuer, sub, {
           email: claimString(payload, 'email') ?? null,
           preferredName: claimString(payload, 'preferred_username') ?? claimString(payload, 'name') ?? null,
         }),
       );
       if (user.disabled) throw unauthorized(AUTH_MESSAGES.disabledUser);
-      return { id: user.id, name: user.name, credential: { kind: 'jwt', subject } };
+      return { id: user.id, name: user.name, credential: { kind: 'jwt', issuer: opts.issuer, subject: sub } };
     },
   };
 }

@@ -59,6 +59,10 @@ Options:
   --min-free-mb N          Free space the data dir needs, in MiB: below it serve refuses to start, and sessions that
                            lost storage wait for it; below twice it the log and the console warn (default 100;
                            env SWITCHBOARD_MIN_FREE_MB)
+  --max-streams-per-user N Open WebSocket event streams per user; more answer 429 (default 20; 0 = no cap;
+                           env SWITCHBOARD_MAX_STREAMS_PER_USER)
+  --max-large-uploads-per-user N  Request bodies over 1 MiB (media sends) in progress at once per user; more answer
+                           429 (default 2; 0 = no cap; env SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER)
   -h, --help               Show this help
 
 Prints "API: http://HOST:PORT/api" (and "Sandbox: http://HOST:PORT" in sandbox mode) on stdout once ready.
@@ -100,6 +104,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'allowed-hosts': { type: 'string' },
     'allowed-origins': { type: 'string' },
     'min-free-mb': { type: 'string' },
+    'max-streams-per-user': { type: 'string' },
+    'max-large-uploads-per-user': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -137,6 +143,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     allowedHosts: values['allowed-hosts'],
     allowedOrigins: values['allowed-origins'],
     minFreeMb: values['min-free-mb'],
+    maxStreamsPerUser: values['max-streams-per-user'],
+    maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
   });
   const logger = createLogger(config.logLevel);
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up

@@ -1,18 +1,28 @@
 /**
  * `switchboard token create|list|revoke`: API token management straight on the database (WAL mode, so it
  * works while `serve` runs). `create` prints only the new token on stdout, for scripts to capture.
+ * `--user NAME` only ever names a LOCAL user (db/users.ts); identity-provider users are reached by `--user-id`, and
+ * never get a token from the CLI.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { issueToken } from '../auth/api-tokens.ts';
 import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
 import { openStore, type Store } from '../db/store.ts';
+import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 
 export const TOKEN_USAGE = `Usage:
-  switchboard token create --user NAME [--name LABEL]   Create a token (and the user if missing); prints the token
-  switchboard token list --user NAME                    List the user's active tokens
-  switchboard token revoke ID                           Revoke a token by id
+  switchboard token create --user NAME [--name LABEL]      Create a token for the local user NAME (created if
+                                                           missing); prints the token
+  switchboard token create --user-id ID [--name LABEL]     Create a token for the local user with this id
+  switchboard token list (--user NAME | --user-id ID)      List a user's active tokens
+  switchboard token revoke ID                              Revoke a token by id
+
+--user names local users only: an identity-provider (JWT) user whose label is NAME is another user and is never
+matched. JWT users are addressed by id (see 'switchboard user list'); the CLI lists and revokes their tokens but
+never issues one: they create their own after signing in (POST /api/tokens), so the identity provider stays the
+only authority over those accounts.
 
 Options (all subcommands):
   --data-dir DIR   Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder)
@@ -38,8 +48,31 @@ function withStore<T>(store: Store, fn: (store: Store) => T): T {
   }
 }
 
-function requireUser(user: string | undefined, command: string): string {
-  if (!user) throw new UsageError('--user NAME is required', command);
+/** `--user NAME` or `--user-id ID`, exactly one. @throws UsageError */
+function userSelector(values: { user?: string; 'user-id'?: string }, command: string): UserSelector {
+  const name = values.user;
+  const id = values['user-id'];
+  if (name !== undefined && id !== undefined) throw new UsageError('give --user NAME or --user-id ID, not both', command);
+  if (id !== undefined) return { id };
+  if (name === undefined) throw new UsageError('--user NAME (or --user-id ID) is required', command);
+  if (!isValidUserName(name)) throw new UsageError('invalid user NAME', command);
+  return { name };
+}
+
+type UserSelector = { name: string } | { id: string };
+
+/**
+ * The user a selector names: `{ name }` a LOCAL user only (created when `create`), `{ id }` any user.
+ * @throws CommandError when there is none
+ */
+function findUser(store: Store, selector: UserSelector, create: boolean): User {
+  if ('id' in selector) {
+    const user = store.users.get(selector.id);
+    if (!user) throw new CommandError(`no user with id ${selector.id}`);
+    return user;
+  }
+  const user = create ? store.users.ensure(selector.name) : store.users.byLocalName(selector.name);
+  if (!user) throw new CommandError(`no local user named ${JSON.stringify(selector.name)}`);
   return user;
 }
 
@@ -47,26 +80,38 @@ function create(argv: string[]): number {
   const { values } = parseCommandLine('token create', argv, {
     ...COMMON,
     user: { type: 'string' },
+    'user-id': { type: 'string' },
     name: { type: 'string' },
   });
   if (values.help) return help();
-  const userName = requireUser(values.user, 'token create');
-  const token = withStore(openSelectedStore(values, false), (store) =>
-    store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, values.name ?? 'cli').token),
+  const selector = userSelector(values, 'token create');
+  const token = withStore(openSelectedStore(values, 'id' in selector), (store) =>
+    store.tx(() => {
+      const user = findUser(store, selector, true);
+      if (user.kind !== 'local') {
+        throw new CommandError(
+          `user ${user.id} signs in through the identity provider (${user.issuer}); the CLI does not issue tokens for ` +
+            `such users: they create their own after signing in (POST /api/tokens)`,
+        );
+      }
+      return issueToken(store.tokens, user.id, values.name ?? 'cli').token;
+    }),
   );
   process.stdout.write(`${token}\n`);
   return 0;
 }
 
 function list(argv: string[]): number {
-  const { values } = parseCommandLine('token list', argv, { ...COMMON, user: { type: 'string' } });
-  if (values.help) return help();
-  const userName = requireUser(values.user, 'token list');
-  const tokens = withStore(openSelectedStore(values, true), (store) => {
-    const user = store.users.byName(userName);
-    if (!user) throw new CommandError(`no user named ${JSON.stringify(userName)}`);
-    return store.tokens.listActive(user.id);
+  const { values } = parseCommandLine('token list', argv, {
+    ...COMMON,
+    user: { type: 'string' },
+    'user-id': { type: 'string' },
   });
+  if (values.help) return help();
+  const selector = userSelector(values, 'token list');
+  const tokens = withStore(openSelectedStore(values, true), (store) =>
+    store.tokens.listActive(findUser(store, selector, false).id),
+  );
   const rows = tokens.map((t) => [t.id, t.name, t.prefix, t.createdAt, t.lastUsedAt ?? '-']);
   process.stdout.write(formatTable(['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED'], rows));
   return 0;

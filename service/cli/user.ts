@@ -1,20 +1,26 @@
 /**
- * `switchboard user list|create NAME|disable NAME|enable NAME`: user management straight on the database (WAL mode,
- * so it works while `serve` runs). A disabled user's API tokens and JWTs answer 401 at once; its open WebSocket
+ * `switchboard user list|create NAME|disable (NAME|--id ID)|enable (NAME|--id ID)`: user management straight on the
+ * database (WAL mode, so it works while `serve` runs). NAME always means a local user; identity-provider users are
+ * addressed by id (db/users.ts). A disabled user's API tokens and JWTs answer 401 at once; its open WebSocket
  * streams are closed (4401) within the service's revocation sweep (about 2 s). Nothing is deleted.
  */
 import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
 import { openStore, type Store } from '../db/store.ts';
+import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 import { formatTable } from './token.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
 export const USER_USAGE = `Usage:
-  switchboard user list             List users (name, id, status, identity-provider subject)
-  switchboard user create NAME      Create a user (then: switchboard token create --user NAME)
-  switchboard user disable NAME     Disable a user: its tokens and JWTs stop working (401)
-  switchboard user enable NAME      Enable a disabled user again
+  switchboard user list                          List users (name or label, kind, id, status, identity)
+  switchboard user create NAME                   Create a local user (then: switchboard token create --user NAME)
+  switchboard user disable (NAME | --id ID)      Disable a user: its tokens and JWTs stop working (401)
+  switchboard user enable (NAME | --id ID)       Enable a disabled user again
+
+Users are of two kinds. Local users (created here, by 'token create --user', or by the desktop app) are named, and
+NAME always means a local user. Identity-provider users (kind jwt) are created when their first JWT arrives and are
+identified by issuer + subject; their name is only a label from the token, so they are addressed by --id ID.
 
 Options (all subcommands):
   --data-dir DIR   Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder)
@@ -36,18 +42,25 @@ function withStore<T>(values: { 'data-dir'?: string; sandbox?: boolean }, mustEx
   }
 }
 
-function oneName(command: string, argv: string[]) {
-  const parsed = parseCommandLine(`user ${command}`, argv, COMMON, true);
-  if (parsed.values.help) return { ...parsed, name: undefined };
-  const [name, ...extra] = parsed.positionals;
-  if (!name || extra.length > 0) throw new UsageError('expected exactly one user NAME', `user ${command}`);
-  if (name.length > 200 || hasControlCharacter(name)) throw new UsageError('invalid user NAME', `user ${command}`);
-  return { ...parsed, name };
-}
+type UserSelector = { name: string } | { id: string };
 
-/** True when `text` contains a C0 control character (U+0000–U+001F). */
-function hasControlCharacter(text: string): boolean {
-  return [...text].some((ch) => ch.charCodeAt(0) < 0x20);
+/** `NAME` (a local user) or `--id ID` (any user), exactly one. @throws UsageError */
+function oneUser(
+  command: string,
+  argv: string[],
+  allowId: boolean,
+): { values: { 'data-dir'?: string; sandbox?: boolean }; selector: UserSelector | undefined } {
+  const options = allowId ? { ...COMMON, id: { type: 'string' } } as const : COMMON;
+  const parsed = parseCommandLine(`user ${command}`, argv, options, true);
+  const values = parsed.values as typeof parsed.values & { id?: string };
+  if (values.help) return { values, selector: undefined };
+  const [name, ...extra] = parsed.positionals;
+  const expected = allowId ? 'expected exactly one user NAME or --id ID' : 'expected exactly one user NAME';
+  if (extra.length > 0 || (name === undefined) === (values.id === undefined))
+    throw new UsageError(expected, `user ${command}`);
+  if (values.id !== undefined) return { values, selector: { id: values.id } };
+  if (!isValidUserName(name!)) throw new UsageError('invalid user NAME', `user ${command}`);
+  return { values, selector: { name: name! } };
 }
 
 function help(): number {
@@ -56,14 +69,19 @@ function help(): number {
 }
 
 function setDisabled(argv: string[], disabled: boolean): number {
-  const { values, name } = oneName(disabled ? 'disable' : 'enable', argv);
-  if (name === undefined) return help();
-  withStore(values, true, (store) => {
-    const user = store.users.byName(name);
-    if (!user) throw new CommandError(`no user named ${JSON.stringify(name)}`);
-    store.users.setDisabled(user.id, disabled);
+  const { values, selector } = oneUser(disabled ? 'disable' : 'enable', argv, true);
+  if (selector === undefined) return help();
+  const user = withStore(values, true, (store) => {
+    const found: User | undefined = 'id' in selector ? store.users.get(selector.id) : store.users.byLocalName(selector.name);
+    if (!found) {
+      throw new CommandError(
+        'id' in selector ? `no user with id ${selector.id}` : `no local user named ${JSON.stringify(selector.name)}`,
+      );
+    }
+    store.users.setDisabled(found.id, disabled);
+    return found;
   });
-  process.stdout.write(`${disabled ? 'disabled' : 'enabled'} ${name}\n`);
+  process.stdout.write(`${disabled ? 'disabled' : 'enabled'} ${user.kind === 'local' ? user.name : user.id}\n`);
   return 0;
 }
 
@@ -74,15 +92,24 @@ export async function userCommand(argv: string[]): Promise<number> {
       const { values } = parseCommandLine('user list', rest, COMMON);
       if (values.help) return help();
       const users = withStore(values, true, (store) => store.users.list());
-      const rows = users.map((u) => [u.name, u.id, u.disabled ? 'disabled' : 'active', u.subject ?? '-', u.createdAt]);
-      process.stdout.write(formatTable(['NAME', 'ID', 'STATUS', 'SUBJECT', 'CREATED'], rows));
+      const rows = users.map((u) => [
+        u.name,
+        u.kind,
+        u.id,
+        u.disabled ? 'disabled' : 'active',
+        u.kind === 'jwt' ? `${u.issuer} ${u.subject}` : '-',
+        u.createdAt,
+      ]);
+      process.stdout.write(formatTable(['NAME', 'KIND', 'ID', 'STATUS', 'IDENTITY', 'CREATED'], rows));
       return 0;
     }
     case 'create': {
-      const { values, name } = oneName('create', rest);
-      if (name === undefined) return help();
+      const { values, selector } = oneUser('create', rest, false);
+      if (selector === undefined) return help();
+      const { name } = selector as { name: string };
       const user = withStore(values, false, (store) => {
-        if (store.users.byName(name)) throw new CommandError(`a user named ${JSON.stringify(name)} already exists`);
+        if (store.users.byLocalName(name))
+          throw new CommandError(`a local user named ${JSON.stringify(name)} already exists`);
         return store.users.create(name);
       });
       process.stdout.write(`${user.id}\n`);

@@ -49,6 +49,10 @@ export interface ServiceConfig {
    * storage wait for it before reconnecting; below twice it the log and the console warn. Absent: 100.
    */
   minFreeMb?: number;
+  /** Open WebSocket event streams per user (0 = no cap); absent: 20. */
+  maxStreamsPerUser?: number;
+  /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
+  maxLargeUploadsPerUser?: number;
 }
 
 export const DEFAULT_MIN_FREE_MB = 100;
@@ -118,6 +122,8 @@ export interface ConfigFlags {
   allowedHosts?: string;
   allowedOrigins?: string;
   minFreeMb?: string;
+  maxStreamsPerUser?: string;
+  maxLargeUploadsPerUser?: string;
 }
 
 /** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
@@ -350,6 +356,7 @@ export function resolveServiceConfig(
     minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
     ...webhookSettings(flags, env),
     ...security(flags, env),
+    ...userCaps(flags, env),
     ...billingSettings(flags, env),
   };
 }
@@ -377,6 +384,27 @@ export function security(
     }),
     ...(allowedHosts.length > 0 && { allowedHosts }),
     ...(allowedOrigins.length > 0 && { allowedOrigins }),
+  };
+}
+
+/**
+ * Per-user caps of `serve`; only the ones set appear (env SWITCHBOARD_MAX_STREAMS_PER_USER,
+ * _MAX_LARGE_UPLOADS_PER_USER; defaults in http/plugins/user-caps.ts). @throws ConfigError
+ */
+export function userCaps(
+  flags: ConfigFlags,
+  env: Env = process.env,
+): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
+  const streams = setting(flags.maxStreamsPerUser, 'max-streams-per-user', env, 'SWITCHBOARD_MAX_STREAMS_PER_USER');
+  const uploads = setting(
+    flags.maxLargeUploadsPerUser,
+    'max-large-uploads-per-user',
+    env,
+    'SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER',
+  );
+  return {
+    ...(streams && { maxStreamsPerUser: parseCount(streams, 0) }),
+    ...(uploads && { maxLargeUploadsPerUser: parseCount(uploads, 0) }),
   };
 }
 

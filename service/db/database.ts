@@ -1,6 +1,7 @@
 /**
  * Opens the service's SQLite database: pragmas for durability (WAL + synchronous=FULL), foreign keys,
- * a 5 s busy timeout, and the ordered migrations in `migrations.ts` (one transaction each, tracked by user_version).
+ * a 5 s busy timeout, and the ordered migrations in `migrations.ts` (one transaction each, tracked by user_version,
+ * run with foreign keys off and checked by `PRAGMA foreign_key_check` before each commits).
  * Refuses files that are not SQLite or were written by a newer Switchboard, without touching them.
  */
 import fs from 'node:fs';
@@ -59,15 +60,26 @@ export function openDatabase(file: string): Db {
     }
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
     db.pragma('busy_timeout = 5000');
+    // Foreign keys stay off while migrating (the pragma is a no-op inside a transaction): a table rebuild drops
+    // the old table, which with them on would cascade into every referencing row. Each migration checks them
+    // before it commits instead, and rolls back on a dangling reference.
+    db.pragma('foreign_keys = OFF');
     for (let v = version; v < migrations.length; v++) {
       db.transaction(() => {
         db.exec(migrations[v]!);
+        const dangling = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
+        if (dangling.length > 0) {
+          const first = dangling[0]!;
+          throw new Error(
+            `migration ${v + 1} found ${dangling.length} dangling references (first: ${first.table} → ${first.parent})`,
+          );
+        }
         db.pragma(`user_version = ${v + 1}`);
         db.pragma(`application_id = ${APPLICATION_ID}`);
       })();
     }
+    db.pragma('foreign_keys = ON');
     return db;
   } catch (err) {
     db.close();

@@ -200,4 +200,39 @@ export const migrations: readonly string[] = [
   CREATE INDEX messages_page ON messages(connection_id, chat_id, timestamp DESC, seq DESC);
   CREATE INDEX messages_seq ON messages(seq);
   `,
+  /*
+   * Identity namespaces (issue 20 item 4): `kind` 'local' (created by name through the CLI or the desktop app; the
+   * name is its unique key) or 'jwt' (an identity-provider user keyed by issuer + `sub`; its name is only a label and
+   * need not be unique). The inline UNIQUE on `name` must go, so the table is rebuilt; openDatabase runs migrations
+   * with foreign keys off and checks them after (a DROP TABLE with them on would cascade into every user's data).
+   * Existing rows: a `subject` ("iss|sub", split at the first "|": issuers are URLs) makes a 'jwt' user.
+   */ `
+  CREATE TABLE users_new (
+    id             TEXT PRIMARY KEY,
+    kind           TEXT NOT NULL CHECK (kind IN ('local', 'jwt')),
+    name           TEXT NOT NULL,             -- local: the unique login name; jwt: a display label
+    email          TEXT,
+    issuer         TEXT,                      -- jwt: the token's "iss"
+    subject        TEXT,                      -- jwt: the token's "sub"
+    disabled       INTEGER NOT NULL DEFAULT 0,
+    last_event_seq INTEGER NOT NULL DEFAULT 0, -- per-user event log counter
+    created_at     TEXT NOT NULL,
+    CHECK ((kind = 'local' AND issuer IS NULL AND subject IS NULL)
+        OR (kind = 'jwt' AND issuer IS NOT NULL AND subject IS NOT NULL))
+  );
+  INSERT INTO users_new (id, kind, name, email, issuer, subject, disabled, last_event_seq, created_at)
+    SELECT id,
+           CASE WHEN subject IS NULL THEN 'local' ELSE 'jwt' END,
+           name, email,
+           CASE WHEN subject IS NULL THEN NULL
+                WHEN instr(subject, '|') > 0 THEN substr(subject, 1, instr(subject, '|') - 1) ELSE '' END,
+           CASE WHEN subject IS NULL THEN NULL
+                WHEN instr(subject, '|') > 0 THEN substr(subject, instr(subject, '|') + 1) ELSE subject END,
+           disabled, last_event_seq, created_at
+    FROM users;
+  DROP TABLE users;
+  ALTER TABLE users_new RENAME TO users;
+  CREATE UNIQUE INDEX users_local_name ON users(name) WHERE kind = 'local';
+  CREATE UNIQUE INDEX users_jwt_identity ON users(issuer, subject) WHERE kind = 'jwt';
+  `,
 ];

@@ -1,25 +1,38 @@
 /**
- * Users table. A user owns connections, tokens and an event log; CLI users are identified by name,
- * identity-provider users by their `iss|sub` subject.
+ * Users table. A user owns connections, tokens and an event log. Two namespaces that never meet:
+ *
+ * - `local` users (the CLI, the desktop app, tests) are keyed by their name, unique among local users;
+ * - `jwt` users (identity-provider tokens, interface-spec §5) are keyed by issuer + `sub`; their name is only a label
+ *   taken from the token's claims, which anyone at the provider may choose, so it is never used to find them.
+ *
+ * A local user and a JWT user may carry the same name; `byLocalName` only ever returns the local one.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Db } from './database.ts';
 import { nowIso } from './database.ts';
 
+export type UserKind = 'local' | 'jwt';
+
 export interface User {
   id: string;
+  kind: UserKind;
+  /** Local users: the unique name. JWT users: a display label (email, preferred_username, name or sub). */
   name: string;
   email: string | null;
   disabled: boolean;
-  /** Identity-provider subject `iss|sub` (JWT users); null for users created by name. */
+  /** JWT users: the token's `iss`; null for local users. */
+  issuer: string | null;
+  /** JWT users: the token's `sub`; null for local users. */
   subject: string | null;
   createdAt: string;
 }
 
 interface RawRow {
   id: string;
+  kind: UserKind;
   name: string;
   email: string | null;
+  issuer: string | null;
   subject: string | null;
   disabled: number;
   created_at: string;
@@ -27,25 +40,37 @@ interface RawRow {
 
 const toUser = (r: RawRow): User => ({
   id: r.id,
+  kind: r.kind,
   name: r.name,
   email: r.email,
   disabled: r.disabled === 1,
+  issuer: r.issuer,
   subject: r.subject,
   createdAt: r.created_at,
 });
 
-const COLUMNS = 'id, name, email, subject, disabled, created_at';
+const COLUMNS = 'id, kind, name, email, issuer, subject, disabled, created_at';
+
+/** Longest stored name or label, in UTF-16 code units. */
+export const MAX_USER_NAME = 200;
+
+/** A usable local user name: 1-MAX_USER_NAME characters, no C0 control character. */
+export function isValidUserName(name: string): boolean {
+  return name.length > 0 && name.length <= MAX_USER_NAME && ![...name].some((ch) => ch.charCodeAt(0) < 0x20);
+}
 
 export type UsersRepo = ReturnType<typeof usersRepo>;
 
 export function usersRepo(db: Db) {
   const q = {
     get: db.prepare(`SELECT ${COLUMNS} FROM users WHERE id = ?`),
-    byName: db.prepare(`SELECT ${COLUMNS} FROM users WHERE name = ?`),
-    bySubject: db.prepare(`SELECT ${COLUMNS} FROM users WHERE subject = ?`),
+    byLocalName: db.prepare(`SELECT ${COLUMNS} FROM users WHERE kind = 'local' AND name = ?`),
+    byJwtIdentity: db.prepare(`SELECT ${COLUMNS} FROM users WHERE kind = 'jwt' AND issuer = ? AND subject = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM users ORDER BY created_at, name`),
-    insert: db.prepare(`INSERT INTO users (id, name, email, created_at) VALUES (?, ?, ?, ?)`),
-    insertWithSubject: db.prepare(`INSERT INTO users (id, name, email, subject, created_at) VALUES (?, ?, ?, ?, ?)`),
+    insertLocal: db.prepare(`INSERT INTO users (id, kind, name, email, created_at) VALUES (?, 'local', ?, ?, ?)`),
+    insertJwt: db.prepare(
+      `INSERT INTO users (id, kind, name, email, issuer, subject, created_at) VALUES (?, 'jwt', ?, ?, ?, ?, ?)`,
+    ),
     count: db.prepare(`SELECT COUNT(*) AS n FROM users`),
     setDisabled: db.prepare(`UPDATE users SET disabled = ? WHERE id = ?`),
   };
@@ -54,39 +79,43 @@ export function usersRepo(db: Db) {
       const r = q.get.get(id) as RawRow | undefined;
       return r && toUser(r);
     },
-    byName(name: string): User | undefined {
-      const r = q.byName.get(name) as RawRow | undefined;
+    /** The local user with this name (never a JWT user, whatever its label). */
+    byLocalName(name: string): User | undefined {
+      const r = q.byLocalName.get(name) as RawRow | undefined;
       return r && toUser(r);
     },
     list(): User[] {
       return (q.list.all() as RawRow[]).map(toUser);
     },
+    /** A new local user. @throws SqliteError (SQLITE_CONSTRAINT_UNIQUE) when a local user has this name. */
     create(name: string, email: string | null = null): User {
       const id = randomUUID();
-      q.insert.run(id, name, email, nowIso());
+      q.insertLocal.run(id, name, email, nowIso());
       return this.get(id)!;
     },
-    /** The user with this name, created when missing. */
+    /** The local user with this name, created when missing. */
     ensure(name: string): User {
-      return this.byName(name) ?? this.create(name);
+      return this.byLocalName(name) ?? this.create(name);
     },
-    bySubject(subject: string): User | undefined {
-      const r = q.bySubject.get(subject) as RawRow | undefined;
+    /** The JWT user of `issuer` + `sub`. */
+    byJwtIdentity(issuer: string, sub: string): User | undefined {
+      const r = q.byJwtIdentity.get(issuer, sub) as RawRow | undefined;
       return r && toUser(r);
     },
     /**
-     * The user of an identity-provider subject (`iss|sub`), created on first sight. Its name is the email,
-     * else `preferredName`, else `sub`; a name another user already has gets a short hash of the subject appended.
+     * The JWT user of `issuer` + `sub`, created on first sight with the label `email`, else `preferredName`, else
+     * `sub` (its first MAX_USER_NAME characters). The label is not unique and is never used to find the user.
      */
-    ensureForSubject(subject: string, claims: { sub: string; email?: string | null; preferredName?: string | null }): User {
-      const existing = this.bySubject(subject);
+    ensureJwtUser(
+      issuer: string,
+      sub: string,
+      claims: { email?: string | null; preferredName?: string | null } = {},
+    ): User {
+      const existing = this.byJwtIdentity(issuer, sub);
       if (existing) return existing;
-      const base = (claims.email || claims.preferredName || claims.sub).slice(0, 200);
-      const name = this.byName(base)
-        ? `${base} [${createHash('sha256').update(subject).digest('hex').slice(0, 8)}]`
-        : base;
+      const label = [...(claims.email || claims.preferredName || sub)].slice(0, MAX_USER_NAME).join('');
       const id = randomUUID();
-      q.insertWithSubject.run(id, name, claims.email ?? null, subject, nowIso());
+      q.insertJwt.run(id, label, claims.email ?? null, issuer, sub, nowIso());
       return this.get(id)!;
     },
     count(): number {

@@ -18,6 +18,7 @@ import { registerErrorHandling } from './plugins/errors.ts';
 import { registerHardening } from './plugins/hardening.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { registerRequestLog } from './plugins/request-log.ts';
+import { DEFAULT_USER_CAPS, registerUploadCap, type UserCaps } from './plugins/user-caps.ts';
 import { DOCS_PATH, registerOpenApi } from './openapi.ts';
 import { billingRoutes } from './routes/billing.ts';
 import { chatRoutes } from './routes/chats.ts';
@@ -48,13 +49,17 @@ export interface AppOptions extends ApiDeps {
   allowedOrigins?: string[];
   /** How often open WebSocket streams are re-checked against revocations made elsewhere (the CLI). */
   revocationSweepMs?: number;
+  /** Per-user caps on open event streams and large uploads in progress; absent: DEFAULT_USER_CAPS (20 and 2). */
+  userCaps?: Partial<UserCaps>;
 }
 
 export const API_PREFIX = '/api';
 
 /** A ready-to-listen API instance. */
 export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
-  const { logger, streamLimits, jwt, rateLimit, allowedHosts, allowedOrigins, revocationSweepMs, ...deps } = opts;
+  const { logger, streamLimits, jwt, rateLimit, allowedHosts, allowedOrigins, revocationSweepMs, userCaps, ...deps } =
+    opts;
+  const caps: UserCaps = { ...DEFAULT_USER_CAPS, ...userCaps };
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Fastify's own request lines would log URLs with `?token=`; plugins/request-log.ts writes redacted ones.
@@ -76,6 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const onAuthFailure = await registerRateLimit(app, rateLimit);
   const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
+  registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
   // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves.
@@ -103,6 +109,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     ...deps,
     streams,
     live,
+    maxStreamsPerUser: caps.maxStreams,
     ...(streamLimits && { streamLimits }),
     prefix: API_PREFIX,
   });

@@ -1,8 +1,9 @@
 /**
  * `GET /api/ws` (interface-spec §4.7): the user's event stream over WebSocket. Authentication happens before
  * the upgrade (the auth hook accepts `?token=<API token>` or the Authorization header), so a bad token gets a
- * plain 401 JSON response, as does an `after` beyond the end of the user's log (400). A plain GET without an
- * upgrade answers 426. On shutdown every stream is closed with 1001.
+ * plain 401 JSON response, as does an `after` beyond the end of the user's log (400) and a user who already has
+ * `maxStreamsPerUser` streams open (429; one that gets past that check in a race of simultaneous upgrades is
+ * closed with 4429 instead). A plain GET without an upgrade answers 426. On shutdown every stream is closed with 1001.
  */
 import websocket from '@fastify/websocket';
 import { Type } from '@sinclair/typebox';
@@ -11,6 +12,7 @@ import { badRequest, ServiceError } from '../errors.ts';
 import { parseEventTypes } from '../http/routes/events.ts';
 import type { ApiDeps } from '../http/deps.ts';
 import type { ApiInstance, ApiPlugin } from '../http/type-provider.ts';
+import { PerUserSlots, TOO_MANY_STREAMS_CLOSE, tooManyStreams } from '../http/plugins/user-caps.ts';
 import { CLOSE_CODES, DEFAULT_STREAM_LIMITS, EventStream, type StreamLimits } from './event-stream.ts';
 
 /** Largest inbound frame we accept; clients have nothing to send yet. */
@@ -37,6 +39,8 @@ export interface StreamRouteOptions extends ApiDeps {
   streamLimits?: Partial<StreamLimits>;
   /** Where streams are registered so revoking their token (or disabling their user) closes them with 4401. */
   live?: LiveCredentials;
+  /** Open streams per user; past it an upgrade answers 429 (0: no cap). */
+  maxStreamsPerUser?: number;
 }
 
 const StreamQuery = Type.Object({
@@ -45,8 +49,12 @@ const StreamQuery = Type.Object({
   events: Type.Optional(Type.String({ maxLength: 1024, description: 'Comma-separated event types to send (default: all)' })),
 });
 
-export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, streams, streamLimits, live }) => {
+export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (
+  api,
+  { store, streams, streamLimits, live, maxStreamsPerUser = 0 },
+) => {
   const limits: StreamLimits = { ...DEFAULT_STREAM_LIMITS, ...streamLimits };
+  const open = new PerUserSlots();
 
   api.route({
     method: 'GET',
@@ -55,6 +63,8 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, 
     schema: { querystring: StreamQuery },
     preHandler: async (request) => {
       const { after } = request.query;
+      if (maxStreamsPerUser > 0 && open.count(request.user.id) >= maxStreamsPerUser)
+        throw tooManyStreams(maxStreamsPerUser);
       parseEventTypes(request.query.events, 'querystring/events'); // 400 before the upgrade
       const last = store.events.lastSeq(request.user.id);
       if (after !== undefined && after > last) {
@@ -67,6 +77,12 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, 
     wsHandler: (socket, request) => {
       const userId = request.user.id;
       const log = request.log;
+      // Checked again here: simultaneous upgrades all pass the preHandler before any of them is counted.
+      const release = open.tryAcquire(userId, maxStreamsPerUser);
+      if (!release) {
+        socket.close(TOO_MANY_STREAMS_CLOSE, tooManyStreams(maxStreamsPerUser).message.slice(0, 123));
+        return;
+      }
       const types = parseEventTypes(request.query.events, 'querystring/events');
       const stream = new EventStream(socket, {
         store,
@@ -84,6 +100,7 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (api, { store, 
           : undefined;
       log.info({ userId, after: request.query.after ?? null }, 'event stream opened');
       void stream.closed.then(() => {
+        release();
         unregister?.();
         streams.delete(stream);
         log.info({ userId, lastSent: stream.lastSent }, 'event stream closed');

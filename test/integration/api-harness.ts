@@ -62,7 +62,7 @@ export interface TestApi {
 
 /** App options tests may set (security settings: JWT, rate limits, allowed hosts/origins). */
 export type TestAppOptions = Partial<
-  Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs'>
+  Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs' | 'userCaps'>
 >;
 
 export interface TestApiOptions {

@@ -116,6 +116,18 @@ describe('authentication', () => {
   it('never logs tokens or Authorization headers', async () => {
     await api.request('GET', `/connections?token=${alice.token}`, { token: alice.token });
     await api.request('GET', `/ws?token=${alice.token}`);
+    // Any spelling of the parameter (issue 20): encoded names, an encoded "=", case, repeats, ";" separators.
+    for (const query of [
+      `%74oken=${alice.token}`,
+      `token%3D${alice.token}`,
+      `TOKEN=${alice.token}`,
+      `token=${alice.token}&token=${alice.token}`,
+      `after=0;token=${alice.token}`,
+      `%54oKeN%3d${alice.token}`,
+    ]) {
+      await api.request('GET', `/ws?${query}`);
+      await api.request('GET', `/connections?${query}`, { token: alice.token });
+    }
     const logs = api.logs();
     expect(logs).toContain('request completed');
     expect(logs).toContain('token=[redacted]');

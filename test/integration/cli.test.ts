@@ -82,7 +82,7 @@ describe('switchboard serve', () => {
     [['serve', '--wa-url', 'http://x'], /invalid --wa-url value "http:\/\/x": expected a ws:\/\/ or wss:\/\/ URL/],
     [['serve', '--wa-url', 'ws://127.0.0.1:9/ws/chat'], /^switchboard: --wa-url is for sandbox mode only/],
     [['frobnicate'], /unknown command "frobnicate"/],
-    [['token', 'create'], /--user NAME is required/],
+    [['token', 'create'], /--user NAME \(or --user-id ID\) is required/],
     [['token', 'revoke'], /expected exactly one token ID/],
     [['token', 'rotate'], /unknown subcommand "rotate"/],
   ])('usage error %j → exit 2 with a message on stderr', async (args, message) => {
@@ -158,7 +158,7 @@ describe('switchboard token', () => {
     });
     expect(await runCli(['token', 'list', '--user', 'nobody', '--data-dir', dir])).toMatchObject({
       code: 1,
-      stderr: 'switchboard: no user named "nobody"\n',
+      stderr: 'switchboard: no local user named "nobody"\n',
     });
   });
 

@@ -77,8 +77,8 @@ describe('identity-provider JWTs', () => {
     const res = await api.request('GET', '/connections', { token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual([]);
-    const user = api.store.users.bySubject(`${ISSUER}|idp-user-42`)!;
-    expect(user).toMatchObject({ name: 'ann@example.test', email: 'ann@example.test', disabled: false });
+    const user = api.store.users.byJwtIdentity(ISSUER, 'idp-user-42')!;
+    expect(user).toMatchObject({ kind: 'jwt', name: 'ann@example.test', email: 'ann@example.test', disabled: false });
     expect(api.store.users.count()).toBe(before + 1);
 
     // The same subject again (a renewed JWT, ES256 this time) is the same user; its data is scoped to it.
@@ -93,11 +93,40 @@ describe('identity-provider JWTs', () => {
     expect((await api.request<unknown[]>('GET', '/connections', { token: t.body.token })).body).toHaveLength(1);
   });
 
-  it('a name clash with an existing user gets a distinct name', async () => {
-    api.user('bob');
-    const res = await api.request('GET', '/tokens', { token: await mint(rsa, { sub: 'bob' }) });
-    expect(res.status).toBe(200);
-    expect(api.store.users.bySubject(`${ISSUER}|bob`)!.name).toMatch(/^bob \[[0-9a-f]{8}\]$/);
+  it('a JWT user whose label equals a local user\'s name is another user; the label is never a key', async () => {
+    const bob = api.user('bob');
+    const token = await mint(rsa, { sub: 'bob', claims: { preferred_username: 'bob' } });
+    const res = await api.request<{ id: string }>('POST', '/connections', { token, body: {} });
+    expect(res.status).toBe(201);
+    const jwtBob = api.store.users.byJwtIdentity(ISSUER, 'bob')!;
+    expect(jwtBob).toMatchObject({ kind: 'jwt', name: 'bob', issuer: ISSUER, subject: 'bob' });
+    expect(jwtBob.id).not.toBe(bob.id);
+    expect(api.store.users.byLocalName('bob')!.id).toBe(bob.id);
+    // Two JWT users may carry the same label.
+    const other = await mint(rsa, { sub: 'bob-2', claims: { preferred_username: 'bob' } });
+    expect((await api.request('GET', '/connections', { token: other })).body).toEqual([]);
+    expect(api.store.users.byJwtIdentity(ISSUER, 'bob-2')).toMatchObject({ name: 'bob' });
+    expect((await api.request('GET', `/connections/${res.body.id}`, { token: bob.token })).status).toBe(403);
+  });
+
+  it('iat more than 30 s in the future → 401 Unauthorized; within the skew → accepted', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const future = async (iat: number) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: rsa.alg, kid: rsa.kid })
+        .setSubject('clock-skew')
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + 3600)
+        .sign(rsa.privateKey);
+    for (const iat of [now + 120, now + 86_400 * 365]) {
+      const res = await api.request('GET', '/connections', { token: await future(iat) });
+      expect(res.status, String(iat - now)).toBe(401);
+      expect(res.body).toEqual(unauthorized('Unauthorized'));
+    }
+    expect(api.store.users.byJwtIdentity(ISSUER, 'clock-skew')).toBeUndefined();
+    expect((await api.request('GET', '/connections', { token: await future(now + 5) })).status).toBe(200);
   });
 
   it('expired → 401 Token has expired (beyond the 30 s tolerance), within tolerance → accepted', async () => {
@@ -161,7 +190,7 @@ describe('identity-provider JWTs', () => {
   it('a disabled user → 401 User is disabled', async () => {
     const token = await mint(rsa, { sub: 'to-disable' });
     expect((await api.request('GET', '/connections', { token })).status).toBe(200);
-    api.store.users.setDisabled(api.store.users.bySubject(`${ISSUER}|to-disable`)!.id, true);
+    api.store.users.setDisabled(api.store.users.byJwtIdentity(ISSUER, 'to-disable')!.id, true);
     const res = await api.request('GET', '/connections', { token });
     expect(res.status).toBe(401);
     expect(res.body).toEqual(unauthorized('User is disabled'));

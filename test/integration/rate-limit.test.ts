@@ -76,6 +76,28 @@ describe('rate limits', () => {
     }
   });
 
+  it("one local process flooding a public route does not get the console's files limited", async () => {
+    const fresh = await startTestApi({ app: { rateLimit: { max: 2, windowMs: 60_000, authFailures: 3 } } });
+    try {
+      for (let i = 0; i < 3; i++) await fresh.request('GET', '/');
+      expect((await fresh.request('GET', '/openapi.json')).status).toBe(429); // public routes share the address's bucket
+      const origin = fresh.baseUrl.replace(/\/api$/, '');
+      const page = await fetch(`${origin}/`);
+      const html = await page.text();
+      expect(page.status).not.toBe(429);
+      expect(page.headers.get('x-ratelimit-limit')).toBeNull();
+      // The page's own assets too (when the console is built; otherwise `/` explains how to build it, with 503).
+      const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+      expect(page.status === 503 || assets.length > 0).toBe(true);
+      for (let i = 0; i < 5; i++) {
+        for (const asset of ['/', ...assets]) expect((await fetch(origin + asset)).status, asset).not.toBe(429);
+      }
+      expect((await fresh.request('GET', '/')).status).toBe(429); // the flood is still limited
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('max 0 turns the per-user limit off', async () => {
     const fresh = await startTestApi({ app: { rateLimit: { max: 0, windowMs: 60_000, authFailures: 0 } } });
     try {

@@ -85,6 +85,21 @@ describe('resolveServiceConfig', () => {
     });
   });
 
+  it('reads the per-user caps from flags or env, whole numbers only (0 = no cap)', () => {
+    expect(resolveServiceConfig({ maxStreamsPerUser: '5', maxLargeUploadsPerUser: '0' }, {}, linux)).toMatchObject({
+      maxStreamsPerUser: 5,
+      maxLargeUploadsPerUser: 0,
+    });
+    const env = { SWITCHBOARD_MAX_STREAMS_PER_USER: '7', SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER: '3' };
+    expect(resolveServiceConfig({}, env, linux)).toMatchObject({ maxStreamsPerUser: 7, maxLargeUploadsPerUser: 3 });
+    expect(() => resolveServiceConfig({ maxStreamsPerUser: '-1' }, {}, linux)).toThrow(
+      'invalid --max-streams-per-user value "-1": expected a whole number',
+    );
+    expect(() => resolveServiceConfig({}, { SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER: 'two' }, linux)).toThrow(
+      'invalid SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER value "two": expected a whole number',
+    );
+  });
+
   it('keeps sandbox data apart unless a data dir is given, which is used as given', () => {
     expect(resolveServiceConfig({ sandbox: true }, {}, linux).dataDir).toBe(
       '/home/ann/.local/share/switchboard/sandbox',

@@ -29,6 +29,27 @@ describe('redactUrl', () => {
     expect(redactUrl('/api/ws?after=3&TOKEN=wh_secret')).toBe('/api/ws?after=3&TOKEN=[redacted]');
     expect(redactUrl('/api/connections?mytoken=x')).toBe('/api/connections?mytoken=x');
   });
+
+  it.each([
+    ['/api/ws?%74oken=wh_secret', '/api/ws?%74oken=[redacted]'],
+    ['/api/ws?%54%4F%4B%45%4E=wh_secret', '/api/ws?%54%4F%4B%45%4E=[redacted]'],
+    ['/api/ws?token%3Dwh_secret', '/api/ws?[redacted]'],
+    ['/api/ws?%74oken%3dwh_secret&after=1', '/api/ws?[redacted]&after=1'],
+    ['/api/ws?%2574oken=wh_secret', '/api/ws?%2574oken=[redacted]'],
+    ['/api/ws?TOKEN=wh_secret', '/api/ws?TOKEN=[redacted]'],
+    ['/api/ws?token=wh_a&token=wh_b&Token=wh_c', '/api/ws?token=[redacted]&token=[redacted]&Token=[redacted]'],
+    ['/api/ws?after=1;token=wh_secret;x=2', '/api/ws?after=1;token=[redacted];x=2'],
+    ['/api/ws?tok+en=other', '/api/ws?tok+en=other'],
+    ['/api/ws?+token=wh_secret#frag', '/api/ws?+token=[redacted]'],
+    ['/api/ws?token', '/api/ws?[redacted]'],
+    ['/api/ws?token=a=b', '/api/ws?token=[redacted]'],
+    ['/api/ws?%zz=1&token=wh_secret', '/api/ws?%zz=1&token=[redacted]'],
+    ['/api/ws?a=%74oken', '/api/ws?a=%74oken'],
+    ['/api/ws', '/api/ws'],
+  ])('%s → %s', (url, redacted) => {
+    expect(redactUrl(url)).toBe(redacted);
+    expect(redactUrl(url)).not.toContain('wh_');
+  });
 });
 
 describe('typeBoxValidatorCompiler', () => {

@@ -8,6 +8,10 @@
  * - Failed authentications: `authFailures` per window per client address; past it, further failures answer 429
  *   instead of 401 until the window ends. Valid credentials are never blocked by someone else's failures.
  *
+ * - The console's static files (routes with `config.staticAsset`) are not limited: they are the same bytes for
+ *   everyone, and every local client shares 127.0.0.1, so a per-address bucket would let one local process flooding
+ *   a public route lock everyone out of the console page.
+ *
  * Responses carry `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (seconds); a 429 also has
  * `retry-after` (seconds) and the spec's error body `{ message, statusCode: 429, error: 'Too Many Requests' }`.
  * Counters live in memory (one process); they reset when the service restarts.
@@ -17,6 +21,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from '../../config/service-config.ts';
 import { ServiceError } from '../../errors.ts';
 import type { AuthFailureHook } from './auth.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A static file of the console: not rate-limited (see above). */
+    staticAsset?: boolean;
+  }
+}
 
 /** Registers the per-user limit on every route registered afterwards; returns the failed-authentication hook. */
 export async function registerRateLimit(
@@ -31,6 +42,7 @@ export async function registerRateLimit(
     hook: 'preParsing',
     cache: 10_000,
     keyGenerator: (request: FastifyRequest) => (request.user ? `user:${request.user.id}` : `ip:${request.ip}`),
+    allowList: (request: FastifyRequest) => request.routeOptions.config.staticAsset === true,
     errorResponseBuilder: (_request, context) =>
       new ServiceError(429, `Rate limit exceeded, retry in ${context.after}`),
   });

@@ -4,9 +4,42 @@
  */
 import type { FastifyInstance } from 'fastify';
 
-/** `url` with the value of every `token` query parameter replaced by `[redacted]`. */
+/** Decodes `%XX` escapes byte by byte and `+` as a space; never throws (a bad escape stays as it is). */
+function lenientDecode(text: string): string {
+  return text.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+/** True when a query parameter (`key=value` as sent) names a token in any spelling, or hides one in its key. */
+function isTokenParameter(segment: string): boolean {
+  let text = segment;
+  // Decoded up to three times: `%2574oken` is not what the server reads as `token`, but no spelling is worth a leak.
+  for (let i = 0; i < 3; i++) {
+    const next = lenientDecode(text);
+    if (next === text) break;
+    text = next;
+  }
+  return text.split('=', 1)[0]!.trim().toLowerCase() === 'token';
+}
+
+/**
+ * `url` with every `token` query parameter redacted, however it is spelled: any case (`TOKEN=`), percent-encoded
+ * names (`%74oken=`), an encoded `=` that puts the secret into the name (`token%3Dwh_…`), repeated parameters, and
+ * `;` as well as `&` between parameters. `token=…` becomes `token=[redacted]` (the name as sent); a parameter with
+ * no literal `=` becomes `[redacted]`. Other parameters (`mytoken=`) are left alone.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const query = url
+    .slice(q + 1)
+    .split(/([&;])/)
+    .map((part, i) => {
+      if (i % 2 === 1 || !isTokenParameter(part)) return part; // separators and other parameters as they were
+      const eq = part.indexOf('=');
+      return eq < 0 ? '[redacted]' : `${part.slice(0, eq)}=[redacted]`;
+    })
+    .join('');
+  return `${url.slice(0, q + 1)}${query}`;
 }
 
 export function registerRequestLog(app: FastifyInstance): void {

@@ -28,9 +28,10 @@ function setConsoleHeaders(request: FastifyRequest, reply: FastifyReply): void {
 }
 
 export async function consoleRoutes(app: FastifyInstance, opts: { dir?: string } = {}): Promise<void> {
-  // Public pages: the route-level auth of plugins/auth.ts is off for everything registered here.
+  // Public pages: the route-level auth of plugins/auth.ts and the rate limit (plugins/rate-limit.ts) are off for
+  // everything registered here.
   app.addHook('onRoute', (route) => {
-    route.config = { ...(route.config as object), auth: 'none' } as typeof route.config;
+    route.config = { ...(route.config as object), auth: 'none', staticAsset: true } as typeof route.config;
   });
   app.addHook('onSend', async (request, reply, payload) => {
     setConsoleHeaders(request, reply);
