@@ -76,7 +76,7 @@ import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
 import type { AccountRow, GroupRow, MessageRow } from './store.ts';
-import { parseHost } from '../http/plugins/hardening.ts';
+import { parseHost } from '../net/host.ts';
 import {
   GroupError,
   MAX_DESCRIPTION,

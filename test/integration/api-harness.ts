@@ -17,7 +17,7 @@ import { openStore, type Store } from '../../service/db/store.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
-import type { StreamLimits } from '../../service/stream/event-stream.ts';
+import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
 
 /** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */

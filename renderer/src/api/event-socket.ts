@@ -6,7 +6,7 @@ import type { EventFrame } from './types.ts';
 
 export type SocketState = 'connecting' | 'open' | 'closed';
 
-/** Close code of a stream whose token was revoked or whose user was disabled (service/stream/event-stream.ts). */
+/** Close code of a stream whose token was revoked or whose user was disabled (service/http/stream/event-stream.ts). */
 export const UNAUTHORIZED_CLOSE_CODE = 4401;
 
 export interface EventSocketOptions {

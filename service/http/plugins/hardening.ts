@@ -22,6 +22,9 @@ import type { IncomingMessage } from 'node:http';
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors.ts';
+import { parseHost } from '../../net/host.ts';
+
+export { parseHost };
 
 export interface HardeningOptions {
   allowedHosts?: readonly string[];
@@ -42,12 +45,6 @@ function localHostName(address: string | undefined): string | undefined {
   return address.includes(':') ? `[${address.toLowerCase()}]` : address;
 }
 
-/** `{ name, port }` of a Host header value; undefined when it is not one. */
-export function parseHost(value: string | undefined): { name: string; port: number | undefined } | undefined {
-  const m = value === undefined ? null : /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s/@]+)(?::(\d{1,5}))?$/.exec(value);
-  if (!m) return undefined;
-  return { name: m[1]!.toLowerCase().replace(/\.$/, ''), port: m[2] === undefined ? undefined : Number(m[2]) };
-}
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 

@@ -7,12 +7,12 @@
  */
 import websocket from '@fastify/websocket';
 import { Type } from '@sinclair/typebox';
-import type { LiveCredentials } from '../auth/live-credentials.ts';
-import { badRequest, ServiceError } from '../errors.ts';
-import { parseEventTypes } from '../http/routes/events.ts';
-import type { ApiDeps } from '../http/deps.ts';
-import type { ApiInstance, ApiPlugin } from '../http/type-provider.ts';
-import { PerUserSlots, TOO_MANY_STREAMS_CLOSE, tooManyStreams } from '../http/plugins/user-caps.ts';
+import type { LiveCredentials } from '../../auth/live-credentials.ts';
+import { badRequest, ServiceError } from '../../errors.ts';
+import { parseEventTypes } from '../routes/events.ts';
+import type { ApiDeps } from '../deps.ts';
+import type { ApiInstance, ApiPlugin } from '../type-provider.ts';
+import { PerUserSlots, TOO_MANY_STREAMS_CLOSE, tooManyStreams } from '../plugins/user-caps.ts';
 import { CLOSE_CODES, DEFAULT_STREAM_LIMITS, EventStream, type StreamLimits } from './event-stream.ts';
 
 /** Largest inbound frame we accept; clients have nothing to send yet. */

@@ -18,8 +18,8 @@
  */
 import { WebSocket } from 'ws';
 import type { Logger } from 'pino';
-import type { LoggedEvent } from '../db/events.ts';
-import type { Store } from '../db/store.ts';
+import type { LoggedEvent } from '../../db/events.ts';
+import type { Store } from '../../db/store.ts';
 
 export interface StreamLimits {
   /** Events read from the log per replay query. */
