@@ -46,6 +46,8 @@ const timer = setInterval(() => {
     if (r.log >= workerData.restartFrames) restart.get();
   } catch (err) {
     if (err && err.code === 'SQLITE_BUSY') return; // a writer held on; next round
+    // Disk full or failing: the WAL keeps every frame (nothing lost); try again next round rather than giving up.
+    if (err && /^SQLITE_(FULL|IOERR)/.test(String(err.code))) return;
     throw err;
   }
 }, workerData.checkMs);

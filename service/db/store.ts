@@ -207,7 +207,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
   const walLimitBytes = opts.walLimitBytes ?? 256 * 1024 * 1024;
   /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
-  const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError);
+  // A WAL that cannot be synced even on the retry: what waited for those commits (receipts) must not leave either.
+  const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError, (err) => commitFailed(err));
 
   /** Commits the open batch, if any; what waited for it runs once the commit is on disk. */
   function commitBatch(): void {

@@ -24,14 +24,19 @@ export class WalSync {
   /** Per registered commit, in order: what runs once it is on disk. */
   #waiting: Array<{ gen: number; callbacks: Array<() => void> }> = [];
   readonly #onError: (err: Error) => void;
+  readonly #onUnsynced: (err: Error) => void;
 
   /**
    * @param dbFile the database file; its WAL is `<dbFile>-wal`
    * @param onError told about a failed fsync (the commit is then synced again, synchronously) or a throwing callback
+   * @param onUnsynced told when the synchronous retry failed too, right before the waiting callbacks run: the
+   *   commits are in SQLite but not known to be on disk, so whatever must not leave before that (held receipts) has
+   *   to be dropped by then
    */
-  constructor(dbFile: string, onError: (err: Error) => void) {
+  constructor(dbFile: string, onError: (err: Error) => void, onUnsynced: (err: Error) => void = () => undefined) {
     this.#walFile = `${dbFile}-wal`;
     this.#onError = onError;
+    this.#onUnsynced = onUnsynced;
   }
 
   /** Size of the WAL file when it was last synced, in bytes (the file only shrinks on a TRUNCATE checkpoint). */
@@ -72,7 +77,8 @@ export class WalSync {
   syncNow(): void {
     if (!this.pending) return;
     const target = this.#committed;
-    this.#fsyncSync();
+    const err = this.#fsyncSync();
+    if (err) this.#onUnsynced(err);
     this.#release(target);
   }
 
@@ -90,6 +96,7 @@ export class WalSync {
       fd = this.#descriptor();
     } catch (err) {
       this.#onError(err as Error);
+      this.#onUnsynced(err as Error);
       queueMicrotask(() => this.#release(target)); // nothing to sync against; keep callbacks asynchronous
       return;
     }
@@ -98,18 +105,22 @@ export class WalSync {
       this.#inFlight = false;
       if (err) {
         this.#onError(err);
-        this.#fsyncSync();
+        const again = this.#fsyncSync();
+        if (again) this.#onUnsynced(again);
       }
       this.#release(target);
       if (this.pending) this.#start();
     });
   }
 
-  #fsyncSync(): void {
+  /** Syncs on this thread; returns the error when that failed too (already reported to onError). */
+  #fsyncSync(): Error | undefined {
     try {
       fs.fsyncSync(this.#descriptor());
+      return undefined;
     } catch (err) {
       this.#onError(err as Error);
+      return err as Error;
     }
   }
 
