@@ -35,6 +35,10 @@ export interface FrameGate {
    * frames were dropped. The caller closes the socket.
    */
   discard(): number;
+  /** How many frames were written to the gate so far (a mark for `wasSent`). */
+  enqueued(): number;
+  /** Whether every frame up to `mark` (an `enqueued()` value) went on the wire; false once they were discarded. */
+  wasSent(mark: number): boolean;
 }
 
 /**
@@ -43,17 +47,21 @@ export interface FrameGate {
  */
 export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): FrameGate {
   const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
-  if (!raw) return { hold: () => () => undefined, discard: () => 0 };
+  if (!raw) return { hold: () => () => undefined, discard: () => 0, enqueued: () => 0, wasSent: () => true };
   const send = raw.send.bind(raw);
   let queue: unknown[] = [];
   let scheduled = false;
   let holds = 0;
   let discarded = false;
+  /** Frames written to the gate, and frames handed to the socket, since it was made. */
+  let enqueuedCount = 0;
+  let flushedCount = 0;
   const sendQueued = () => {
     if (holds > 0 || discarded) return; // the last release sends them; a discarded gate sends nothing
     const frames = queue;
     queue = [];
     for (const frame of frames) {
+      flushedCount++;
       try {
         send(frame);
       } catch {
@@ -67,6 +75,7 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
       return;
     }
     queue.push(data);
+    enqueuedCount++;
     if (!scheduled) {
       scheduled = true;
       setImmediate(() => {
@@ -77,6 +86,8 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
     if (cb) queueMicrotask(() => cb());
   };
   return {
+    enqueued: () => enqueuedCount,
+    wasSent: (mark) => flushedCount >= mark,
     discard() {
       discarded = true;
       const dropped = queue.length;

@@ -169,6 +169,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       serverAck.cancel();
       throw conflict('Message could not be sent');
     }
+    // Every frame of the message is in the session's gate now (commit-before-receipt.ts).
+    const frames = session.frameMark();
     let recorded: T;
     try {
       recorded = record(sent);
@@ -180,6 +182,19 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       throw err;
     }
     const outcome = await serverAck.done;
+    if (outcome === 'closed' && frames && !frames.sent()) {
+      // The socket closed with the message still held, so it never left (a failed commit discarded it): say so, and
+      // mark it failed (ack 0) where that can still be written.
+      try {
+        if (sent.key.id) {
+          const stored = store.messages.findByKeyId(session.connectionId, sent.key.id);
+          if (stored) store.tx(() => store.messages.setAck(session.connectionId, stored.id, proto.WebMessageInfo.Status.ERROR));
+        }
+      } catch {
+        // the disk is still full: the record stays pending
+      }
+      throw storageDown() ? storageUnavailable() : new ServiceError(502, 'Message could not be sent: the connection closed before it left');
+    }
     if (typeof outcome === 'object') {
       // rc14 turns the error ack into status ERROR (ack 0) on the stored message through messages.update.
       throw new ServiceError(502, `Message was refused by the server (error ${outcome.error})`);

@@ -165,6 +165,17 @@ export class Session {
     return this.#status;
   }
 
+  /**
+   * A mark of the frames written so far on the current socket: `sent()` tells later whether they all went on the
+   * wire (false when a failed commit discarded them). Undefined without a socket.
+   */
+  frameMark(): { sent(): boolean } | undefined {
+    const gate = this.#gate;
+    if (!gate) return undefined;
+    const mark = gate.enqueued();
+    return { sent: () => gate.wasSent(mark) };
+  }
+
   /** Whether the session is waiting for storage to work again after a failed commit. */
   get waitingForStorage(): boolean {
     return this.#storageRetry !== undefined;

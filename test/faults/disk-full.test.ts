@@ -195,7 +195,7 @@ describe.skipIf(!!skipReason)('a full disk under load', () => {
     for (const m of received) if (m.text?.startsWith(`df ${run} `)) got.set(m.text, (got.get(m.text) ?? 0) + 1);
     const failed = [...sends].filter(([, s]) => s !== 201).map(([t]) => t);
     const ok = [...sends].filter(([, s]) => s === 201).map(([t]) => t);
-    expect(failed.filter((t) => got.has(t))).toEqual([]);
+    expect(failed.filter((t) => got.has(t)).map((t) => `${t}: ${sends.get(t)}`)).toEqual([]);
     expect(ok.filter((t) => got.get(t) !== 1)).toEqual([]);
     expect(failed.length).toBeGreaterThan(0);
     // 507 while storage was unavailable; 409 (not online) while the connection came back.
