@@ -2549,7 +2549,7 @@ export interface paths {
         put?: never;
         /**
          * React to a message
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -2813,7 +2813,7 @@ export interface paths {
         put?: never;
         /**
          * Send a text message
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -2959,7 +2959,7 @@ export interface paths {
         put?: never;
         /**
          * Send audio or a voice note
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3114,7 +3114,7 @@ export interface paths {
         put?: never;
         /**
          * Send a contact card
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3262,7 +3262,7 @@ export interface paths {
         put?: never;
         /**
          * Send a document
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3415,7 +3415,7 @@ export interface paths {
         put?: never;
         /**
          * Send an image
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3568,7 +3568,7 @@ export interface paths {
         put?: never;
         /**
          * Send a location pin
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3717,7 +3717,7 @@ export interface paths {
         put?: never;
         /**
          * Send a video
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
