@@ -16,7 +16,7 @@ import { Agent, request } from 'undici';
 import { openStore } from '../service/db/store.ts';
 import { WebhookDispatcher } from '../service/webhooks/dispatcher.ts';
 import { generateSigningSecret } from '../service/webhooks/signing.ts';
-import { UrlPolicy } from '../service/webhooks/url-policy.ts';
+import { OutboundPolicy } from '../service/net/outbound.ts';
 import { runCli, startSandboxProcess, startServe } from '../test/helpers/service-process.ts';
 import { startConsumer } from '../test/integration/webhooks-consumer.ts';
 import type { BenchResult } from './index.ts';
@@ -58,7 +58,7 @@ async function capacity(webhooks: number, totalDeliveries: number) {
     const dispatcher = new WebhookDispatcher({
       store,
       logger: pino({ level: 'warn' }),
-      policy: new UrlPolicy({ allowLan: true }),
+      policy: new OutboundPolicy({ allowLan: true }),
     });
     const t0 = performance.now();
     dispatcher.start();

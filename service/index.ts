@@ -8,13 +8,16 @@
  * `close()` drains the API first (no new requests, event streams closed with 1001, in-flight requests finish),
  * then closes the sessions, the sandbox and the database; a step that hangs is given up after 10 s (logged).
  */
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { issueToken } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
+import { repairPrivateModes } from './config/private-dir.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
-import { ConfigError, type ServiceConfig } from './config/service-config.ts';
+import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
+import { ConfigError, DEFAULT_MIN_FREE_MB, type ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
@@ -25,7 +28,7 @@ import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { UrlPolicy } from './webhooks/url-policy.ts';
+import { OutboundPolicy, type Resolver } from './net/outbound.ts';
 
 /** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
 const SHUTDOWN_STEP_TIMEOUT_MS = 10_000;
@@ -49,8 +52,12 @@ export interface StartOptions {
   logger?: Logger;
   /** The engine's clock in ms (the message edit window is checked against it); `Date.now` by default. */
   now?: () => number;
-  /** Dispatcher for fetching `url` media of send requests (e.g. trusting a test CA). */
-  urlFetchDispatcher?: EngineOptions['urlFetchDispatcher'];
+  /** TLS options for fetching `url` media of send requests (e.g. trusting a test CA). */
+  urlFetchTls?: EngineOptions['urlFetchTls'];
+  /** Total time for fetching a send request's `url`, in ms (60 000; tests shorten it). */
+  urlFetchTimeoutMs?: number;
+  /** Name resolution of the outbound URL policy (tests inject a stub); `dns.lookup` by default. */
+  resolve?: Resolver;
   /** How long a connection attempt may take, in ms (20 000; tests shorten it). */
   connectTimeoutMs?: number;
 }
@@ -90,10 +97,25 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
+    // Refuse to start on a (nearly) full disk, before anything is written (--min-free-mb).
+    const minFreeMb = config.minFreeMb ?? DEFAULT_MIN_FREE_MB;
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    assertFreeSpace(config.dataDir, minFreeMb);
+    const disk = new DiskSpaceMonitor(config.dataDir, minFreeMb, logger.child({ component: 'storage' })).start();
+    cleanups.push({ step: 'disk monitor', cleanup: () => disk.stop() });
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
+    // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
+    // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
+    const loose = repairPrivateModes(config.dataDir);
+    if (loose.repaired) {
+      logger.warn(
+        { dataDir: config.dataDir, repaired: loose.repaired, examples: loose.examples },
+        'data dir was readable by other local accounts: folders set to 0700 and files to 0600',
+      );
+    }
     const checkpointer = startCheckpointer(store.db, (err) =>
       logger.error({ err }, 'the WAL checkpoint worker failed; checkpoints run on the main thread again'),
     );
@@ -121,6 +143,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       waCaCertPem = trust.caCertPem;
     }
 
+    // One outbound URL policy for webhooks and send-* `url` fetches (net/outbound.ts).
+    const policy = new OutboundPolicy({
+      allowLan: config.allowLanWebhooks === true,
+      allowLanSetting: () => store.webhooks.allowLanSetting(),
+      ...(opts.resolve && { resolve: opts.resolve }),
+    });
     const engine = createEngine({
       store,
       logger,
@@ -131,15 +159,14 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(waRootPublicKey && { waRootPublicKey }),
       ...(waCaCertPem && { waCaCertPem }),
       ...(opts.now && { now: opts.now }),
-      ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
+      outbound: policy,
+      ...(opts.urlFetchTls && { urlFetchTls: opts.urlFetchTls }),
+      ...(opts.urlFetchTimeoutMs !== undefined && { urlFetchTimeoutMs: opts.urlFetchTimeoutMs }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      storageHasRoom: () => disk.hasRoom(),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
-    const policy = new UrlPolicy({
-      allowLan: config.allowLanWebhooks === true,
-      allowLanSetting: () => store.webhooks.allowLanSetting(),
-    });
     const dispatcher = new WebhookDispatcher({
       store,
       logger: logger.child({ component: 'webhooks' }),
@@ -166,8 +193,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       version: VERSION,
       sandbox: config.sandbox,
       startedAt: Date.now(),
+      storage: () => (engine.storageUnavailable() ? 'unavailable' : disk.low ? 'low' : 'ok'),
       billing,
-      webhooks: { policy, wake: () => dispatcher.wake() },
+      webhooks: { policy, wake: () => dispatcher.wake(), deleted: (id) => dispatcher.deleted(id) },
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
@@ -190,6 +218,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });
 
     engine.startAll();
+    // Files made during start-up by parts that do not set modes themselves (the sandbox's database): no warning.
+    repairPrivateModes(config.dataDir);
 
     let closing: Promise<void> | undefined;
     return {

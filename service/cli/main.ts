@@ -4,6 +4,7 @@
  * `token` and `--help` start without loading the engine (Baileys) or the sandbox.
  */
 import { SandboxDiscoveryError } from '../config/remote-sandbox.ts';
+import { DiskSpaceError } from '../config/disk-space.ts';
 import { ConfigError } from '../config/service-config.ts';
 import { VERSION } from '../config/version.ts';
 import { DatabaseOpenError } from '../db/database.ts';
@@ -60,7 +61,7 @@ function report(err: unknown): number {
     process.stderr.write(`switchboard: ${err.message}\nRun '${help}' for usage.\n`);
     return 2;
   }
-  if (err instanceof DatabaseOpenError || err instanceof CommandError || err instanceof SandboxDiscoveryError) {
+  if (err instanceof DatabaseOpenError || err instanceof CommandError || err instanceof SandboxDiscoveryError || err instanceof DiskSpaceError) {
     process.stderr.write(`switchboard: ${err.message}\n`);
     return 1;
   }

@@ -27,8 +27,8 @@ Options:
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
-  --allow-lan-webhooks     Let webhooks use http:// and loopback/private/ULA/CGNAT addresses
-                           (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
+  --allow-lan-webhooks     Let webhooks (also http://) and send-* url fetches reach loopback/private/ULA/CGNAT
+                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
   --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
                            (default 0,5000,300000,1800000,7200000, each x U(0.8,1.2); env SWITCHBOARD_WEBHOOK_RETRY_DELAYS)
   --event-retention-days N Days the event log keeps events (default 7; env SWITCHBOARD_EVENT_RETENTION_DAYS)
@@ -56,6 +56,9 @@ Options:
                            loopback names are always accepted (env SWITCHBOARD_ALLOWED_HOSTS)
   --allowed-origins LIST   Extra browser origins (e.g. http://localhost:5173) allowed to change state and open
                            the WebSocket; they also get CORS headers (env SWITCHBOARD_ALLOWED_ORIGINS)
+  --min-free-mb N          Free space the data dir needs, in MiB: below it serve refuses to start, and sessions that
+                           lost storage wait for it; below twice it the log and the console warn (default 100;
+                           env SWITCHBOARD_MIN_FREE_MB)
   --max-streams-per-user N Open WebSocket event streams per user; more answer 429 (default 20; 0 = no cap;
                            env SWITCHBOARD_MAX_STREAMS_PER_USER)
   --max-large-uploads-per-user N  Request bodies over 1 MiB (media sends) in progress at once per user; more answer
@@ -100,6 +103,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'auth-failure-limit': { type: 'string' },
     'allowed-hosts': { type: 'string' },
     'allowed-origins': { type: 'string' },
+    'min-free-mb': { type: 'string' },
     'max-streams-per-user': { type: 'string' },
     'max-large-uploads-per-user': { type: 'string' },
   });
@@ -138,6 +142,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     authFailureLimit: values['auth-failure-limit'],
     allowedHosts: values['allowed-hosts'],
     allowedOrigins: values['allowed-origins'],
+    minFreeMb: values['min-free-mb'],
     maxStreamsPerUser: values['max-streams-per-user'],
     maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
   });

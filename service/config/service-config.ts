@@ -44,11 +44,18 @@ export interface ServiceConfig {
   allowedHosts?: string[];
   /** Extra browser origins allowed to make state-changing requests and WebSocket upgrades (and get CORS). */
   allowedOrigins?: string[];
+  /**
+   * Free space the data dir must have, in MiB: below it the service refuses to start, and sessions that lost
+   * storage wait for it before reconnecting; below twice it the log and the console warn. Absent: 100.
+   */
+  minFreeMb?: number;
   /** Open WebSocket event streams per user (0 = no cap); absent: 20. */
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
   maxLargeUploadsPerUser?: number;
 }
+
+export const DEFAULT_MIN_FREE_MB = 100;
 
 /** Where identity-provider JWTs come from and how they are checked. */
 export interface JwtSettings {
@@ -114,6 +121,7 @@ export interface ConfigFlags {
   authFailureLimit?: string;
   allowedHosts?: string;
   allowedOrigins?: string;
+  minFreeMb?: string;
   maxStreamsPerUser?: string;
   maxLargeUploadsPerUser?: string;
 }
@@ -345,6 +353,7 @@ export function resolveServiceConfig(
     logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
     workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
+    minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
     ...webhookSettings(flags, env),
     ...security(flags, env),
     ...userCaps(flags, env),

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
+import { PRIVATE_DIR_MODE, ensurePrivateFile } from '../config/private-dir.ts';
 import { migrations } from './migrations.ts';
 
 export type Db = Database.Database;
@@ -30,8 +31,16 @@ const APPLICATION_ID = 0x53574244; // "SWBD"
  * @throws DatabaseOpenError for a corrupt or foreign file, or a schema newer than this build.
  */
 export function openDatabase(file: string): Db {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE }); // an existing one is repaired at start
   const existed = fs.existsSync(file) && fs.statSync(file).size > 0;
+  // Created 0600 before SQLite opens it: its WAL and SHM files get the same mode (private data dir).
+  if (!existed) {
+    try {
+      ensurePrivateFile(file);
+    } catch {
+      /* SQLite reports why the file cannot be made */
+    }
+  }
   let db: Db;
   try {
     db = new Database(file, { fileMustExist: false });

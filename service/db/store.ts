@@ -21,6 +21,25 @@ import { EventBus } from '../events/bus.ts';
 export type Store = ReturnType<typeof createStore>;
 
 /**
+ * Whether `err` means the disk cannot take writes (full, I/O error, read-only, gone), as opposed to a bug or a
+ * constraint: better-sqlite3's `SqliteError.code` (SQLITE_FULL, SQLITE_IOERR_*, SQLITE_READONLY_*, SQLITE_CANTOPEN)
+ * or a Node errno (ENOSPC, EIO, EROFS, EDQUOT).
+ */
+export function isStorageError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(SQLITE_(FULL|IOERR|READONLY|CANTOPEN)|ENOSPC|EIO|EROFS|EDQUOT)/.test(code);
+}
+
+/** The store's view of its disk: `unavailable` from a failed commit until the next successful one. */
+export interface StorageState {
+  state: 'ok' | 'unavailable';
+  /** What failed (e.g. `SQLITE_FULL: database or disk is full`), while unavailable. */
+  error?: string;
+  /** ISO time of the first failure of this episode. */
+  since?: string;
+}
+
+/**
  * The webhook dispatcher's side of claim-at-insert: an outbox row the dispatcher has room for is written already
  * claimed (`delivering`, attempt 1, leased) and handed over in memory once its transaction commits, so a fresh
  * event costs no claim transaction. Rows it has no room for are written `pending` and claimed from the table.
@@ -57,6 +76,26 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const deliveries = deliveriesRepo(db);
   const bus = new EventBus();
   const pending: Array<[userId: string, event: LoggedEvent]> = [];
+  let storage: StorageState = { state: 'ok' };
+  const failureListeners = new Set<(err: Error) => void>();
+  /**
+   * A commit failed: whatever waited for it (receipts, sent messages) must never leave. Every listener hears it at
+   * once, synchronously, before any other frame can go out (the sessions drop their held frames and close).
+   */
+  const commitFailed = (err: unknown) => {
+    const error = err instanceof Error ? err : new Error(String(err));
+    if (storage.state === 'ok') storage = { state: 'unavailable', error: `${(error as { code?: string }).code ?? 'Error'}: ${error.message}`, since: new Date().toISOString() };
+    for (const listener of failureListeners) {
+      try {
+        listener(error);
+      } catch {
+        // A listener's failure must not keep the others from hearing it.
+      }
+    }
+  };
+  const committed = () => {
+    if (storage.state !== 'ok') storage = { state: 'ok' };
+  };
   let depth = 0;
   /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
   let outboxRows = 0;
@@ -179,14 +218,28 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       while (beforeBatchCommit.length > 0) beforeBatchCommit.shift()!();
       db.exec('COMMIT');
     } catch (err) {
-      // Deferred writes that did not run yet stay queued for the next batch (their owners still hold the data).
-      if (db.inTransaction) db.exec('ROLLBACK');
+      // Deferred writes that did not run yet are dropped with the batch, like the ones it rolled back: their owners
+      // (the sessions' Signal key stores) are discarded with the sockets the sessions close now (commitFailed), and
+      // the reconnect reloads the keys as last committed — the state that matches what the server redelivers, as
+      // after a crash.
+      beforeBatchCommit.length = 0;
+      try {
+        if (db.inTransaction) db.exec('ROLLBACK');
+      } catch {
+        // SQLite rolls back by itself when it cannot; the batch is gone either way.
+      }
       rollBackTo({ events: 0, outboxRows: 0, claims: 0 });
-      afterBatch.length = 0; // held frames are dropped with the socket the engine now closes
+      afterBatch.length = 0; // held frames are dropped with the socket the sessions now close (commitFailed)
+      commitFailed(err);
       throw err;
     } finally {
-      if (walSync) setSynchronous(db, 'FULL');
+      try {
+        if (walSync) setSynchronous(db, 'FULL');
+      } catch {
+        // A pragma on a failing disk; the next batch sets it again.
+      }
     }
+    committed();
     const announce = takeCommitted();
     const waiters = afterBatch.splice(0);
     const run = () => {
@@ -226,12 +279,14 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       depth--;
       if (depth === 0) {
         walSync?.syncNow(); // usually free: a FULL commit that wrote has just synced the WAL
+        committed();
         takeCommitted()();
       }
       return result;
     } catch (err) {
       depth--;
       rollBackTo(mark);
+      if (isStorageError(err)) commitFailed(err);
       throw err;
     }
   }
@@ -243,6 +298,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
       if (walSync) setSynchronous(db, 'FULL');
+      if (isStorageError(err)) commitFailed(err);
       throw err;
     }
     batchOpen = true;
@@ -250,7 +306,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       try {
         commitBatch();
       } catch {
-        // Reported to the writers through the rolled-back state; nothing else to do from a timer.
+        // Reported through commitFailed (the sessions close and retry); nothing else to do from a timer.
       }
     }, BATCH_WINDOW_MS);
   }
@@ -284,6 +340,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     } catch (err) {
       depth--;
       rollBackTo(mark);
+      if (isStorageError(err)) commitFailed(err);
       throw err;
     }
   }
@@ -305,6 +362,18 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     tx,
     ingest,
     beforeCommit,
+    /** The disk as the last commit found it (see StorageState). */
+    storage(): StorageState {
+      return storage;
+    },
+    /**
+     * Calls `listener` synchronously whenever a commit fails (any batch failure, or a storage error in a
+     * transaction): what waited for that commit must be dropped. Returns the unsubscribe function.
+     */
+    onCommitFailure(listener: (err: Error) => void): () => void {
+      failureListeners.add(listener);
+      return () => failureListeners.delete(listener);
+    },
     /** Commits the open group-commit batch and syncs it on this thread (shutdown, and callers that cannot wait). */
     commitPending(): void {
       commitBatch();

@@ -29,6 +29,12 @@ interface RawSocket {
 export interface FrameGate {
   /** Keeps every frame (queued and later ones) from the wire until the returned function is called (idempotent). */
   hold(): () => void;
+  /**
+   * A commit failed (the disk is full): drops every queued frame and every later one, for good — the receipts of
+   * what was not stored must never reach the server, which then redelivers after a reconnect. Returns how many
+   * frames were dropped. The caller closes the socket.
+   */
+  discard(): number;
 }
 
 /**
@@ -37,13 +43,14 @@ export interface FrameGate {
  */
 export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): FrameGate {
   const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
-  if (!raw) return { hold: () => () => undefined };
+  if (!raw) return { hold: () => () => undefined, discard: () => 0 };
   const send = raw.send.bind(raw);
   let queue: unknown[] = [];
   let scheduled = false;
   let holds = 0;
+  let discarded = false;
   const sendQueued = () => {
-    if (holds > 0) return; // the last release sends them
+    if (holds > 0 || discarded) return; // the last release sends them; a discarded gate sends nothing
     const frames = queue;
     queue = [];
     for (const frame of frames) {
@@ -55,6 +62,10 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
     }
   };
   raw.send = (data: unknown, cb?: SendCallback) => {
+    if (discarded) {
+      if (cb) queueMicrotask(() => cb(new Error('connection closing: storage unavailable')));
+      return;
+    }
     queue.push(data);
     if (!scheduled) {
       scheduled = true;
@@ -66,6 +77,12 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
     if (cb) queueMicrotask(() => cb());
   };
   return {
+    discard() {
+      discarded = true;
+      const dropped = queue.length;
+      queue = [];
+      return dropped;
+    },
     hold() {
       holds++;
       let released = false;

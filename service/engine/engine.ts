@@ -5,9 +5,11 @@
  */
 import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
+import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
 import { mediaFileNameOf } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
+import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent } from './outgoing.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
@@ -36,8 +38,14 @@ const MAX_READ_RECEIPTS = 100;
 /** How long a send waits for the server to acknowledge the message before answering with it still pending. */
 const DEFAULT_SERVER_ACK_TIMEOUT_MS = 10_000;
 
+/** 507: the data dir cannot take writes; the message was not sent (and will not be sent later). */
+function storageUnavailable(): ServiceError {
+  return new ServiceError(507, 'Storage is unavailable (the data directory is full or not writable): nothing was sent; try again once space is freed');
+}
+
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
+  const outbound = opts.outbound ?? new OutboundPolicy({ allowLan: false });
   if (opts.waRootPublicKey) WA_CERT_DETAILS.PUBLIC_KEY = Buffer.from(opts.waRootPublicKey);
   const sessions = new Map<string, Session>();
   const typingDelayMs = opts.typingDelayMs ?? DEFAULT_TYPING_DELAY;
@@ -46,6 +54,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const serverAckTimeoutMs = opts.serverAckTimeoutMs ?? DEFAULT_SERVER_ACK_TIMEOUT_MS;
   const media = new MediaStore(opts.mediaDir);
   const numberChecker = new NumberChecker(now);
+  const storageDown = () => store.storage().state === 'unavailable' || [...sessions.values()].some((s) => s.waitingForStorage);
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
 
   function start(connectionId: string): void {
@@ -60,6 +69,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       media,
       ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      ...(opts.storageHasRoom && { storageHasRoom: opts.storageHasRoom }),
     });
     sessions.set(connectionId, session);
     session.start();
@@ -74,6 +84,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
 
   /** The online session of a connection, or a 409 explaining why it cannot act now. */
   function onlineSession(connectionId: string): Session {
+    // Nothing is sent while the store cannot commit: a message that could not be recorded must not leave.
+    if (storageDown()) throw storageUnavailable();
     const session = sessions.get(connectionId);
     const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
     if (!session || status !== 'online' || !session.socket) {
@@ -177,6 +189,9 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       recorded = record(sent);
     } catch (err) {
       serverAck.cancel();
+      // The frames of this message were still held (commit-before-receipt.ts): the session dropped them with the
+      // socket, so the message never left.
+      if (isStorageError(err)) throw storageUnavailable();
       throw err;
     }
     const outcome = await serverAck.done;
@@ -196,7 +211,12 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const { jid, chatId } = await resolveChat(session, input.chatId);
     const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
     // Fetch/decode and check media before any presence, so a bad request fails fast and shows no "typing…".
-    const prepared = await prepareContent(input, { ...(opts.urlFetchDispatcher && { dispatcher: opts.urlFetchDispatcher }) });
+    const prepared = await prepareContent(input, {
+      policy: outbound,
+      logger,
+      ...(opts.urlFetchTls && { tls: opts.urlFetchTls }),
+      ...(opts.urlFetchTimeoutMs !== undefined && { timeoutMs: opts.urlFetchTimeoutMs }),
+    });
     if (!input.skipPresence) {
       await humanizeBeforeSend(
         session.socket!,
@@ -338,6 +358,11 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       } catch (err) {
         throw new ServiceError(502, `The number check failed: ${err instanceof Error ? err.message : String(err)}`);
       }
+    },
+    storageUnavailable: () => storageDown(),
+    liveStatus(connectionId) {
+      const session = sessions.get(connectionId);
+      return session ? { status: session.status, reason: session.statusReason } : undefined;
     },
     session: (connectionId) => sessions.get(connectionId),
     async close() {

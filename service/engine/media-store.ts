@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../config/private-dir.ts';
 
 /** A stored media file. */
 export interface MediaFile {
@@ -65,7 +66,7 @@ export class MediaStore {
     const target = this.#target(connectionId, filename);
     const tmp = `${target}.${randomBytes(6).toString('hex')}.part`;
     try {
-      await fs.promises.writeFile(tmp, data);
+      await fs.promises.writeFile(tmp, data, { mode: PRIVATE_FILE_MODE });
       await fs.promises.rename(tmp, target);
     } catch (err) {
       await fs.promises.rm(tmp, { force: true });
@@ -102,7 +103,7 @@ export class MediaStore {
       },
     });
     try {
-      await pipeline(source, counter, fs.createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(source, counter, fs.createWriteStream(tmp, { flags: 'wx', mode: PRIVATE_FILE_MODE }));
       await fs.promises.rename(tmp, target);
     } catch (err) {
       await fs.promises.rm(tmp, { force: true });
@@ -120,7 +121,7 @@ export class MediaStore {
   #target(connectionId: string, filename: string): string {
     const target = this.pathFor(connectionId, filename);
     if (!target) throw new Error(`unsafe media file name ${JSON.stringify(filename)}`);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     return target;
   }
 }

@@ -1,11 +1,16 @@
 /**
  * Turns a send request (interface-spec §4.3) into Baileys message content: media from base64 or from an
- * `https://` URL that this service fetches itself (undici, size limit, timeout; Baileys never fetches URLs),
- * type checks with magic-byte sniffing, location pins and vCards. Errors are 400s that say what to fix.
+ * `https://` URL that this service fetches itself through the outbound URL policy (net/outbound.ts: address
+ * checked and pinned, no redirects; size limit, timeout; Baileys never fetches URLs), type checks with
+ * magic-byte sniffing, location pins and vCards. Errors are 400s that say what to fix; a fetch that fails for
+ * any reason depending on the target (refused address, closed port, timeout, TLS, non-2xx) answers the one text
+ * `URL_FETCH_FAILED`, the cause going to the log.
  */
 import type { AnyMessageContent } from '@whiskeysockets/baileys';
-import { request, type Dispatcher } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
+import type { Logger } from 'pino';
 import { badRequest } from '../errors.ts';
+import { OutboundFetchError, OutboundPolicy, reasonOf } from '../net/outbound.ts';
 import { sniffMimetype } from './media-store.ts';
 import type { MediaKind, SendInput } from './types.ts';
 
@@ -43,9 +48,18 @@ export interface PreparedContent {
   textLength: number;
 }
 
+/** The 400 message of a `url` that could not be fetched, whatever the cause (no port-scan oracle). */
+export const URL_FETCH_FAILED = 'body/url could not be fetched (only public https:// addresses, no redirects, a 2xx answer in time)';
+
 export interface PrepareOptions {
-  /** Dispatcher for URL fetches (tests trust a local CA through it); undici's global one otherwise. */
-  dispatcher?: Dispatcher;
+  /** The outbound URL policy for `url` fetches; one with LAN access off by default. */
+  policy?: OutboundPolicy;
+  /** TLS options for URL fetches (tests trust a local CA). */
+  tls?: ConnectionOptions;
+  /** Total time for a URL fetch, in ms (60 000). */
+  timeoutMs?: number;
+  /** Where the cause of a failed URL fetch is logged (info level; the API user sees only URL_FETCH_FAILED). */
+  logger?: Pick<Logger, 'info'>;
 }
 
 const baseType = (mimetype: string) => mimetype.split(';')[0]!.trim().toLowerCase();
@@ -131,7 +145,7 @@ export async function loadMedia(input: MediaInput, opts: PrepareOptions = {}): P
     if (Math.floor((text.length * 3) / 4) - 2 > limit) throw badRequest(`${kind} is larger than ${human(limit)}`);
     data = Buffer.from(text, 'base64');
   } else {
-    ({ data, contentType: served } = await fetchUrl(input.url!, limit, kind, opts.dispatcher));
+    ({ data, contentType: served } = await fetchUrl(input.url!, limit, kind, opts));
   }
   if (data.length === 0) throw badRequest(`${kind} is empty`);
   if (data.length > limit) throw badRequest(`${kind} is larger than ${human(limit)}`);
@@ -169,12 +183,7 @@ function checkedMimetype(kind: MediaKind, data: Buffer, declared: string | undef
   return mimetype;
 }
 
-async function fetchUrl(
-  url: string,
-  limit: number,
-  kind: MediaKind,
-  dispatcher: Dispatcher | undefined,
-): Promise<{ data: Buffer; contentType: string | undefined }> {
+async function fetchUrl(url: string, limit: number, kind: MediaKind, opts: PrepareOptions): Promise<{ data: Buffer; contentType: string | undefined }> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -182,16 +191,21 @@ async function fetchUrl(
     throw badRequest('body/url is not a valid URL');
   }
   if (parsed.protocol !== 'https:') throw badRequest('body/url must be an https:// URL');
-  const signal = AbortSignal.timeout(URL_FETCH_TIMEOUT_MS);
-  let res: Dispatcher.ResponseData;
+  const policy = opts.policy ?? new OutboundPolicy({ allowLan: false });
+  const failed = (reason: string) => {
+    opts.logger?.info({ reason }, 'send url could not be fetched');
+    return badRequest(URL_FETCH_FAILED);
+  };
+  let res: Awaited<ReturnType<OutboundPolicy['fetch']>>;
   try {
-    res = await request(parsed, { method: 'GET', signal, ...(dispatcher && { dispatcher }), headers: { accept: '*/*' } });
+    res = await policy.fetch(parsed, {
+      method: 'GET',
+      headers: { accept: '*/*' },
+      timeoutMs: opts.timeoutMs ?? URL_FETCH_TIMEOUT_MS,
+      ...(opts.tls && { tls: opts.tls }),
+    });
   } catch (err) {
-    throw badRequest(`could not fetch url: ${describe(err)}`);
-  }
-  if (res.statusCode < 200 || res.statusCode > 299) {
-    res.body.resume();
-    throw badRequest(`could not fetch url: HTTP ${res.statusCode}`);
+    throw failed(err instanceof OutboundFetchError ? err.reason : reasonOf(err));
   }
   const length = Number(res.headers['content-length']);
   if (Number.isFinite(length) && length > limit) {
@@ -211,19 +225,10 @@ async function fetchUrl(
     }
   } catch (err) {
     if (err instanceof Error && err.name === 'ServiceError') throw err;
-    throw badRequest(`could not fetch url: ${describe(err)}`);
+    throw failed(reasonOf(err));
   }
   const ct = res.headers['content-type'];
   return { data: Buffer.concat(chunks), contentType: Array.isArray(ct) ? ct[0] : ct };
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'timed out';
-    const code = (err as { code?: string }).code;
-    return code ? `${code}` : err.message;
-  }
-  return String(err);
 }
 
 function fileNameFromUrl(url: string | undefined): string | undefined {

@@ -91,7 +91,14 @@ export interface SessionDeps {
   sandboxTrust?: SandboxTrust;
   /** How long a new socket may take to reach the QR or the logged-in state, in ms (CONNECT_TIMEOUT_MS). */
   connectTimeoutMs?: number;
+  /** Whether the data dir has room again (free space at least `--min-free-mb`); checked before reconnecting after a storage failure. */
+  storageHasRoom?: () => boolean;
 }
+
+/** The status reason while the store cannot commit (the disk is full or failing). */
+export const STORAGE_UNAVAILABLE = 'storage unavailable';
+/** Waits between storage checks after a failed commit, in ms (the last repeats). */
+const STORAGE_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 
 /** At most this many media downloads run at once per session (eager downloads of incoming media). */
 const MEDIA_CONCURRENCY = 2;
@@ -104,7 +111,11 @@ export class Session {
   #sock: WASocket | undefined;
   #auth: SqliteAuthState | undefined;
   #status: ConnectionStatus;
+  #statusReason: string | null = null;
   #qr: string | undefined;
+  /** Set while storage is unavailable: the retry timer and how many checks failed. */
+  #storageRetry: { timer: NodeJS.Timeout | undefined; attempt: number } | undefined;
+  #unsubscribeCommitFailure: (() => void) | undefined;
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #historyTimer: NodeJS.Timeout | undefined;
@@ -154,6 +165,16 @@ export class Session {
     return this.#status;
   }
 
+  /** Whether the session is waiting for storage to work again after a failed commit. */
+  get waitingForStorage(): boolean {
+    return this.#storageRetry !== undefined;
+  }
+
+  /** The reason of the current status as this process knows it (it may not be stored while the disk is full). */
+  get statusReason(): string | null {
+    return this.#statusReason;
+  }
+
   /** Latest QR string while waiting for a scan. */
   get qr(): string | undefined {
     return this.#status === 'scan_qr' ? this.#qr : undefined;
@@ -178,6 +199,7 @@ export class Session {
 
   start(): void {
     this.#stopped = false;
+    this.#unsubscribeCommitFailure ??= this.deps.store.onCommitFailure((err) => this.#onCommitFailure(err));
     const linked = !!loadAuthState(this.deps.store.authState, this.connectionId).creds.me;
     // A new connection is already `starting` in the database: announce it anyway, with no previous status.
     this.#setStatus('starting', linked ? 'resuming linked session' : 'new session', { announce: true });
@@ -190,6 +212,10 @@ export class Session {
     clearTimeout(this.#reconnectTimer);
     clearTimeout(this.#historyTimer);
     clearTimeout(this.#connectTimer);
+    clearTimeout(this.#storageRetry?.timer);
+    this.#storageRetry = undefined;
+    this.#unsubscribeCommitFailure?.();
+    this.#unsubscribeCommitFailure = undefined;
     const sock = this.#sock;
     this.#sock = undefined;
     // Held receipts of uncommitted history chunks must not leave (the sandbox/server sends those chunks again);
@@ -295,19 +321,93 @@ export class Session {
     }, wait);
   }
 
-  #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean } = {}): void {
+  /**
+   * Moves to `status` and records it (row + `session.status` event). Returns false when it could not be stored
+   * (the disk is full): the status still changes in memory, and the API shows it from there.
+   */
+  #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean } = {}): boolean {
     const current = this.#status;
-    if (current === status && !opts.announce) return;
+    if (current === status && this.#statusReason === reason && !opts.announce) return true;
+    if (current === status && !opts.announce && reason !== STORAGE_UNAVAILABLE && this.#statusReason !== STORAGE_UNAVAILABLE) return true;
     const previous = current === status ? null : current;
     this.#status = status;
+    this.#statusReason = reason;
     const { store } = this.deps;
-    store.tx(() => {
-      store.connections.setStatus(this.connectionId, status, reason);
-      store.appendEvent(this.userId, this.connectionId, 'session.status', { status, previous, reason });
-    });
+    let stored = true;
+    try {
+      store.tx(() => {
+        store.connections.setStatus(this.connectionId, status, reason);
+        store.appendEvent(this.userId, this.connectionId, 'session.status', { status, previous, reason });
+      });
+    } catch (err) {
+      stored = false;
+      this.#log.warn({ err, status, reason }, 'the status could not be stored');
+    }
     this.#log.info({ status, previous, reason }, 'status');
     if (status === 'online') this.#resolveOpened();
     else if (previous === 'online') this.#opened = this.#newOpened();
+    return stored;
+  }
+
+  // ---- storage failures --------------------------------------------------------------------------------
+
+  /**
+   * A commit failed (db/store.ts `onCommitFailure`): the frames waiting for it — receipts of messages that were not
+   * stored, a sent message whose record failed — are dropped and the socket closed without acknowledging, so the
+   * server keeps those messages and redelivers them after the reconnect. The session then checks the disk with
+   * backoff and reconnects once a write succeeds (and the data dir has room again).
+   */
+  #onCommitFailure(err: Error): void {
+    if (this.#stopped) return;
+    const dropped = this.#gate?.discard() ?? 0;
+    const sock = this.#sock;
+    if (!sock && this.#storageRetry) return; // already handled (and re-entered by the status write below failing too)
+    const firstOfEpisode = !this.#storageRetry;
+    this.#storageRetry ??= { timer: undefined, attempt: 0 };
+    if (firstOfEpisode) {
+      this.#log.error(
+        { err, droppedFrames: dropped },
+        'storage unavailable: a commit failed; the connection is closed without acknowledging what was not stored and comes back once storage works',
+      );
+    }
+    this.#sock = undefined;
+    clearTimeout(this.#historyTimer);
+    clearTimeout(this.#connectTimer);
+    clearTimeout(this.#reconnectTimer);
+    this.#dropHistoryHolds();
+    this.#settleServerAcks('closed');
+    if (sock) {
+      try {
+        void Promise.resolve(sock.end(undefined)).catch(() => undefined);
+      } catch {
+        // already closing
+      }
+    }
+    this.#setStatus('reconnecting', STORAGE_UNAVAILABLE);
+    if (firstOfEpisode) this.#scheduleStorageCheck();
+  }
+
+  #scheduleStorageCheck(): void {
+    const retry = this.#storageRetry;
+    if (!retry || this.#stopped) return;
+    const wait = STORAGE_RETRY_MS[Math.min(retry.attempt, STORAGE_RETRY_MS.length - 1)]!;
+    retry.attempt++;
+    clearTimeout(retry.timer);
+    retry.timer = setTimeout(() => {
+      if (this.#stopped || this.#storageRetry !== retry) return;
+      const room = this.deps.storageHasRoom?.() ?? true;
+      // The probe is a real write: the status row and its event (announced, so it is written even if unchanged).
+      if (!room || !this.#setStatus('reconnecting', 'storage available again', { announce: true })) {
+        this.#status = 'reconnecting';
+        this.#statusReason = STORAGE_UNAVAILABLE;
+        this.#scheduleStorageCheck();
+        return;
+      }
+      this.#storageRetry = undefined;
+      this.#log.info('storage works again; reconnecting');
+      this.#attempt = 0;
+      this.#connect();
+    }, wait);
   }
 
   #maybeOnline(): void {
@@ -826,17 +926,22 @@ export class Session {
    */
   #recordServerAck(keyId: string): void {
     const { store } = this.deps;
-    const message = store.messages.findByKeyId(this.connectionId, keyId);
-    if (!message?.fromMe) return;
-    store.tx(() => {
-      if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
-        store.appendEvent(this.userId, this.connectionId, 'message.ack', {
-          id: message.id,
-          chatId: message.chatId,
-          ack: proto.WebMessageInfo.Status.SERVER_ACK,
-        });
-      }
-    });
+    try {
+      const message = store.messages.findByKeyId(this.connectionId, keyId);
+      if (!message?.fromMe) return;
+      store.tx(() => {
+        if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
+          store.appendEvent(this.userId, this.connectionId, 'message.ack', {
+            id: message.id,
+            chatId: message.chatId,
+            ack: proto.WebMessageInfo.Status.SERVER_ACK,
+          });
+        }
+      });
+    } catch (err) {
+      // Called from the socket's frame handler: never let it throw there (a full disk is handled by #onCommitFailure).
+      this.#log.warn({ err, keyId }, 'the server acknowledgement could not be recorded');
+    }
   }
 
   /** Creates or merges a contact (see #lastContactWrite); call inside a transaction. */

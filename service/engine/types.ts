@@ -3,9 +3,12 @@
  * The implementation is `engine/engine.ts`; one Baileys session per connection lives behind it.
  */
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
+import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Message } from '../db/messages.ts';
+import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
+import type { NumberCheck } from './number-check.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -29,10 +32,16 @@ export interface EngineOptions {
    * Without it in time the answer carries the message still pending (ack 1).
    */
   serverAckTimeoutMs?: number;
-  /** Dispatcher for fetching `url` media of send requests; undici's global one by default (tests trust a local CA). */
-  urlFetchDispatcher?: Dispatcher;
+  /** The outbound URL policy that checks, pins and fetches a send request's `url` (one with LAN access off by default). */
+  outbound?: OutboundPolicy;
+  /** TLS options for those fetches (tests trust a local CA). */
+  urlFetchTls?: ConnectionOptions;
+  /** Total time for fetching a send request's `url`, in ms (60 000). */
+  urlFetchTimeoutMs?: number;
   /** How long a connection attempt may take to reach the QR or the logged-in state, in ms (20 000). */
   connectTimeoutMs?: number;
+  /** Whether the data dir has room (free space ≥ `--min-free-mb`); sessions wait for it after a storage failure. */
+  storageHasRoom?: () => boolean;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document';
@@ -90,7 +99,6 @@ export interface SendTextInput {
 }
 
 export type { NumberCheck } from './number-check.ts';
-import type { NumberCheck } from './number-check.ts';
 
 export interface Engine {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
@@ -101,6 +109,16 @@ export interface Engine {
   restart(connectionId: string): Promise<void>;
   /** Stops the session; with `logout`, unlinks the device from the phone and wipes the auth state. */
   stop(connectionId: string, opts?: { logout?: boolean }): Promise<void>;
+  /**
+   * The status (and its reason) of a running session as this process knows it: while the disk is full it may not
+   * be stored yet. Undefined when no session runs for the connection.
+   */
+  liveStatus(connectionId: string): { status: ConnectionStatus; reason: string | null } | undefined;
+  /**
+   * Whether storage counts as unavailable: the last commit failed, or a session still waits for the disk to have
+   * room and take a write again (sends answer 507 meanwhile).
+   */
+  storageUnavailable(): boolean;
   /** Latest QR string of a connection waiting for a scan; undefined while none exists yet. */
   currentQr(connectionId: string): string | undefined;
   /** Profile of an online connection; undefined otherwise. */

@@ -2,14 +2,16 @@
 import type { Billing } from '../billing/billing.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
-import type { UrlPolicy } from '../webhooks/url-policy.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
 
 /** What the webhook routes need beyond the store. */
 export interface WebhookDeps {
   /** Which URLs webhooks may target (checked at create/update). */
-  policy: UrlPolicy;
+  policy: OutboundPolicy;
   /** Asks the dispatcher to look for due deliveries now (after a manual retry). */
   wake(): void;
+  /** Tells the dispatcher a webhook is gone (its connection pool is closed). */
+  deleted?(webhookId: string): void;
 }
 
 export interface ApiDeps {
@@ -22,6 +24,8 @@ export interface ApiDeps {
   sandbox: boolean;
   /** When the service started (ms since the epoch), for the health route's uptime. */
   startedAt: number;
+  /** The data dir's state for the health route: `low` below twice --min-free-mb, `unavailable` while commits fail. */
+  storage?: () => 'ok' | 'low' | 'unavailable';
   /** Slots and billing (issue #6); absent: the local provider with the default settings (100 slots per user). */
   billing?: Billing;
   /** Webhook URL policy and dispatcher; without it webhooks accept only public https:// URLs and wait for the poll. */

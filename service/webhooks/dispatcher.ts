@@ -10,7 +10,11 @@
  * - Each webhook has its own in-memory queue and concurrency limit, so a slow or failing consumer never delays
  *   another webhook; a global limit bounds sockets. Order is best effort (oldest due first), not FIFO.
  * - One attempt: Standard Webhooks headers re-signed with a fresh timestamp, same `webhook-id`; undici POST with a
- *   5 s connect / 15 s total timeout, redirects not followed, the target address checked and pinned (url-policy).
+ *   5 s connect / 15 s total timeout, redirects not followed, the target address checked and pinned
+ *   (net/outbound.ts). Each webhook has its own connection pool (an undici Agent, closed when the webhook is
+ *   deleted or its URL's origin changes), so hanging consumers on one host cannot hold the sockets of another
+ *   webhook on that host. A network-level failure is logged for the consumer as `UNREACHABLE` (one text whatever
+ *   the target's state: no port-scan oracle); the cause goes to the service log at debug level.
  *   2xx = delivered; 410 = failed and the webhook is deactivated; anything else (3xx, 4xx, 5xx, network error)
  *   retries after `retryDelaysMs[attempts]` × U(0.8, 1.2), or later if `Retry-After` says so (capped at 2 h),
  *   until `maxAttempts` attempts were made → `failed`.
@@ -23,7 +27,7 @@ import type { ClaimedDelivery, DeliveryOutcome } from '../db/deliveries.ts';
 import type { OutboxClaimer, Store } from '../db/store.ts';
 import type { WebhookRow } from '../db/webhooks.ts';
 import { secretKey, signatureHeaders } from './signing.ts';
-import { UrlPolicy, UrlPolicyError, portOf } from './url-policy.ts';
+import { OutboundPolicy, UNREACHABLE, portOf, reasonOf } from '../net/outbound.ts';
 
 /** Delay before attempts 1–5 in ms (attempt 1 is immediate): 0 s, 5 s, 5 min, 30 min, 2 h. */
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000];
@@ -36,7 +40,7 @@ const FLUSH_MS = 10;
 export interface DispatcherOptions {
   store: Store;
   logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
-  policy: UrlPolicy;
+  policy: OutboundPolicy;
   /** ms before attempts 1..N; its length is the maximum number of attempts. */
   retryDelaysMs?: readonly number[];
   perWebhookConcurrency?: number;
@@ -68,9 +72,10 @@ export class WebhookDispatcher implements OutboxClaimer {
   readonly #o: Required<Omit<DispatcherOptions, 'store' | 'logger' | 'policy'>>;
   readonly #store: Store;
   readonly #log: DispatcherOptions['logger'];
-  readonly #policy: UrlPolicy;
+  readonly #policy: OutboundPolicy;
   readonly #lanes = new Map<string, WebhookLane>();
-  readonly #agents = new Map<string, Agent>();
+  /** One connection pool per webhook id, for the origin it was made for. */
+  readonly #agents = new Map<string, { origin: string; agent: Agent }>();
   readonly #keys = new Map<string, Buffer>();
   #inFlight = 0;
   #outcomes: DeliveryOutcome[] = [];
@@ -201,7 +206,7 @@ export class WebhookDispatcher implements OutboxClaimer {
       });
     }
     this.#flush();
-    await Promise.all([...this.#agents.values()].map((a) => a.destroy().catch(() => undefined)));
+    await Promise.all([...this.#agents.values()].map(({ agent }) => agent.destroy().catch(() => undefined)));
     this.#agents.clear();
   }
 
@@ -314,9 +319,20 @@ export class WebhookDispatcher implements OutboxClaimer {
     return { row, key };
   }
 
-  #agent(url: URL): Agent {
+  /** A webhook is gone (or moved to another origin): its connection pool is destroyed, in-flight attempts on it end. */
+  deleted(webhookId: string): void {
+    const entry = this.#agents.get(webhookId);
+    if (!entry) return;
+    this.#agents.delete(webhookId);
+    void entry.agent.destroy().catch(() => undefined);
+  }
+
+  /** The webhook's connection pool for `url`'s origin (a new one when the URL moved to another origin). */
+  #agent(webhookId: string, url: URL): Agent {
     const origin = url.origin;
-    let agent = this.#agents.get(origin);
+    const entry = this.#agents.get(webhookId);
+    if (entry && entry.origin !== origin) this.deleted(webhookId);
+    let agent = entry?.origin === origin ? entry.agent : undefined;
     if (!agent) {
       agent = new Agent({
         connect: { timeout: this.#o.connectTimeoutMs, lookup: this.#policy.lookupFor(portOf(url)) },
@@ -325,20 +341,23 @@ export class WebhookDispatcher implements OutboxClaimer {
         keepAliveTimeout: 4_000,
         connections: this.#o.perWebhookConcurrency * 2,
       });
-      this.#agents.set(origin, agent);
+      this.#agents.set(webhookId, { origin, agent });
     }
     return agent;
   }
 
   async #attempt(d: ClaimedDelivery): Promise<DeliveryOutcome> {
     const hook = this.#hook(d.webhookId);
-    if (!hook) return { id: d.id, kind: 'release' }; // deleted: its rows are gone with it
+    if (!hook) {
+      this.deleted(d.webhookId);
+      return { id: d.id, kind: 'release' }; // deleted: its rows are gone with it
+    }
     if (!hook.row.active) return { id: d.id, kind: 'release' }; // paused after the claim: resumes later
     let status: number | null = null;
     let response: string | null = null;
     let retryAfterMs: number | undefined;
     try {
-      const url = this.#policy.checkStatic(hook.row.url);
+      const url = this.#policy.checkWebhookUrl(hook.row.url);
       const res = await request(url, {
         method: 'POST',
         headers: {
@@ -347,7 +366,7 @@ export class WebhookDispatcher implements OutboxClaimer {
           ...signatureHeaders(hook.key, d.msgId, d.body),
         },
         body: d.body,
-        dispatcher: this.#agent(url),
+        dispatcher: this.#agent(d.webhookId, url),
         signal: AbortSignal.timeout(this.#o.totalTimeoutMs),
       });
       status = res.statusCode;
@@ -361,7 +380,11 @@ export class WebhookDispatcher implements OutboxClaimer {
       retryAfterMs = parseRetryAfter(res.headers['retry-after']);
       return this.#retryOrFail(d, status, `HTTP ${status}`, response, retryAfterMs);
     } catch (err) {
-      return this.#retryOrFail(d, status, errorText(err), response, undefined);
+      if (status === null) {
+        this.#log.debug({ webhookId: d.webhookId, reason: reasonOf(err) }, 'webhook delivery attempt failed');
+        return this.#retryOrFail(d, status, UNREACHABLE, response, undefined);
+      }
+      return this.#retryOrFail(d, status, reasonOf(err), response, undefined);
     }
   }
 
@@ -374,6 +397,7 @@ export class WebhookDispatcher implements OutboxClaimer {
   }
 
   #sweepLeases(): void {
+    for (const id of this.#agents.keys()) if (!this.#store.webhooks.getCached(id)) this.deleted(id);
     try {
       const r = this.#store.deliveries.requeue({ all: false, maxAttempts: this.maxAttempts });
       if (r.requeued || r.failed) this.#log.warn(r, 'webhook deliveries with expired leases requeued');
@@ -407,13 +431,4 @@ export function parseRetryAfter(value: string | string[] | undefined): number | 
   if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
   const t = Date.parse(v);
   return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
-}
-
-function errorText(err: unknown): string {
-  if (err instanceof UrlPolicyError) return `Refused by the URL policy: ${err.message}`;
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'Timed out';
-  const cause = e.cause?.code ?? e.cause?.message;
-  const text = [e.code, e.message, cause && cause !== e.code ? `(${cause})` : undefined].filter(Boolean).join(' ');
-  return text.slice(0, 500) || 'Request failed';
 }

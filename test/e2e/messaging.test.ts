@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PNG } from 'pngjs';
-import { Agent } from 'undici';
+import { URL_FETCH_FAILED } from '../../service/engine/outgoing.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -64,7 +64,7 @@ describe('messaging end to end through the sandbox', () => {
     waitFor(`message ${keyId} at Alice's phone`, async () => (await phoneMessages(ALICE)).find((m) => m.id === keyId));
 
   beforeAll(async () => {
-    // An HTTPS file server with its own CA, trusted only through the engine's URL-fetch dispatcher.
+    // An HTTPS file server with its own CA, trusted only through the engine's URL-fetch TLS options.
     tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-tls-'));
     execFileSync('openssl', [
       'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
@@ -80,7 +80,8 @@ describe('messaging end to end through the sandbox', () => {
     await new Promise<void>((r) => fileServer.listen(0, '127.0.0.1', r));
     fileUrl = `https://127.0.0.1:${(fileServer.address() as AddressInfo).port}`;
 
-    s = await startSandboxService({ now: () => Date.now() + clockOffsetMs, urlFetchDispatcher: new Agent({ connect: { ca: cert } }) });
+    // The file server is on loopback: LAN targets allowed (the outbound URL policy refuses them by default).
+    s = await startSandboxService({ now: () => Date.now() + clockOffsetMs, urlFetchTls: { ca: cert }, allowLan: true });
     // A long history with Carol, synced at pairing.
     const seeded = await s.sandbox('POST', `/accounts/${enc(PHONE)}/history`, { with: CAROL, count: HISTORY });
     expect(seeded.status).toBe(201);
@@ -165,7 +166,7 @@ describe('messaging end to end through the sandbox', () => {
       expect(big.status).toBe(400);
       expect(big.body.message).toMatch(/larger than 16 MiB/);
       const missing = await s.api('POST', `/connections/${id}/send-image`, { chatId: ALICE, url: `${fileUrl}/nope.png`, skipPresence: true });
-      expect(missing).toMatchObject({ status: 400, body: { message: 'could not fetch url: HTTP 404' } });
+      expect(missing).toMatchObject({ status: 400, body: { message: URL_FETCH_FAILED } });
     });
 
     it('refuses bad media requests with clear 400s', async () => {

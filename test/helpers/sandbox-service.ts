@@ -55,8 +55,17 @@ export interface SandboxService {
 
 export const enc = (phone: string) => encodeURIComponent(phone);
 
-export async function startSandboxService(opts: StartOptions & { typingDelayMs?: { min: number; max: number } } = {}): Promise<SandboxService> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-msg-'));
+export interface SandboxServiceOptions extends StartOptions {
+  typingDelayMs?: { min: number; max: number };
+  /** The operator switch `allowLanWebhooks` (loopback/LAN targets for webhooks and send-* `url`). */
+  allowLan?: boolean;
+  /** An existing data dir (a restart); a fresh temporary one by default. */
+  dataDir?: string;
+}
+
+export async function startSandboxService(opts: SandboxServiceOptions = {}): Promise<SandboxService> {
+  const { typingDelayMs, allowLan, dataDir: existingDir, ...startOptions } = opts;
+  const dataDir = existingDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sb-msg-'));
   const setup = openStore(dataDir);
   const user = setup.users.ensure('e2e');
   const { token } = issueToken(setup.tokens, user.id, 'e2e');
@@ -70,13 +79,10 @@ export async function startSandboxService(opts: StartOptions & { typingDelayMs?:
     sandboxPort: 0,
     logLevel: (process.env.SWITCHBOARD_LOG_LEVEL as ServiceConfig['logLevel']) ?? 'warn',
     workerId: 'local',
-    typingDelayMs: opts.typingDelayMs ?? { min: 0, max: 0 },
+    typingDelayMs: typingDelayMs ?? { min: 0, max: 0 },
+    ...(allowLan && { allowLanWebhooks: true }),
   };
-  const service = await startService(config, {
-    ...(opts.logger && { logger: opts.logger }),
-    ...(opts.now && { now: opts.now }),
-    ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
-  });
+  const service = await startService(config, startOptions);
   const apiUrl = service.apiUrl;
   const sandboxUrl = service.sandboxUrl!;
 

@@ -29,6 +29,7 @@ describe('authentication', () => {
       uptime: expect.any(Number),
       connections: 1,
       sandbox: false,
+      storage: 'ok',
     });
     expect((await api.request('GET', '')).status).toBe(200);
   });

@@ -48,6 +48,7 @@ describe('connections', () => {
       sessionName: expect.stringMatching(/^u_[0-9a-f]{8}_s_[0-9a-f]{8}$/),
       phoneNumber: null,
       status: 'starting',
+      statusReason: expect.toBeOneOf([null, 'new session']),
       engine: 'NOWEB',
       createdAt: expect.any(String),
       updatedAt: expect.any(String),

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionRow } from '../../service/db/connections.ts';
 import { startRetention } from '../../service/events/retention.ts';
 import { WebhookDispatcher } from '../../service/webhooks/dispatcher.ts';
-import { UrlPolicy, classifyAddress } from '../../service/webhooks/url-policy.ts';
+import { OutboundPolicy, classifyAddress } from '../../service/net/outbound.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 import { startConsumer, type Consumer } from './webhooks-consumer.ts';
@@ -48,7 +48,7 @@ describe('webhooks (in-process API + dispatcher)', () => {
     api = await startTestApi();
     api.store.webhooks.setAllowLanSetting(true); // the operator setting in the settings table
     consumer = await startConsumer();
-    const policy = new UrlPolicy({ allowLan: false, allowLanSetting: () => api.store.webhooks.allowLanSetting() });
+    const policy = new OutboundPolicy({ allowLan: false, allowLanSetting: () => api.store.webhooks.allowLanSetting() });
     dispatcher = new WebhookDispatcher({
       store: api.store,
       logger: api.app.log,
@@ -148,9 +148,9 @@ describe('webhooks (in-process API + dispatcher)', () => {
     // Clean up so these never-reachable hooks do not receive later events.
     for (const h of api.store.webhooks.listByConnection(conn.id)) api.store.webhooks.delete(h.id);
     // Own port and address classes (unit level).
-    const policy = new UrlPolicy({ allowLan: true, ownPort: 7575 });
-    expect(() => policy.checkStatic('http://127.0.0.1:7575/api')).toThrow(/own port/);
-    expect(() => policy.checkStatic('http://localhost:7575/')).toThrow(/own port/);
+    const policy = new OutboundPolicy({ allowLan: true, ownPort: 7575 });
+    expect(() => policy.checkWebhookUrl('http://127.0.0.1:7575/api')).toThrow(/own port/);
+    expect(() => policy.checkWebhookUrl('http://localhost:7575/')).toThrow(/own port/);
     expect(classifyAddress('::ffff:127.0.0.1').cls).toBe('lan');
     expect(classifyAddress('fd00:ec2::254').cls).toBe('refused');
     expect(classifyAddress('2002:a9fe:a9fe::').cls).toBe('refused');

@@ -46,6 +46,7 @@ describe('resolveServiceConfig', () => {
       logLevel: 'info',
       workerId: 'local',
       typingDelayMs: { min: 800, max: 2500 },
+      minFreeMb: 100,
     });
   });
 

@@ -30,6 +30,8 @@ export interface paths {
                             sandbox: boolean;
                             /** @enum {string} */
                             status: "ok";
+                            /** @description `low`: the data dir has less than twice --min-free-mb free; `unavailable`: commits are failing (disk full) */
+                            storage: "ok" | "low" | "unavailable";
                             uptime: number;
                             version: string;
                         };
@@ -754,6 +756,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -836,6 +839,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -940,6 +944,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -1151,6 +1156,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -2718,6 +2724,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -4367,6 +4374,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;
@@ -4388,6 +4396,7 @@ export interface paths {
                             phoneNumber: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+                            statusReason: string | null;
                             updatedAt: string;
                             userId: string;
                             workerId: string;

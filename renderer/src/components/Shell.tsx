@@ -83,7 +83,10 @@ function useServiceReachability(client: ApiClient): void {
     let stopped = false;
     const check = async () => {
       const ok = await client.health().then(
-        () => true,
+        (health) => {
+          useSession.setState({ health });
+          return true;
+        },
         () => false,
       );
       if (stopped) return;
@@ -98,6 +101,24 @@ function useServiceReachability(client: ApiClient): void {
       clearInterval(timer);
     };
   }, [client, socket]);
+}
+
+const STORAGE_POLL_MS = 15_000;
+
+/** The data dir is nearly full (`low`) or commits fail (`unavailable`): say so above every view. */
+function StorageBanner() {
+  const storage = useSession((s) => s.health?.storage);
+  if (!storage || storage === 'ok') return null;
+  return storage === 'low' ? (
+    <Alert color="yellow" mb="md" title="The data directory is running out of space" data-testid="storage-banner" data-state="low" role="status">
+      Less than twice the configured minimum (--min-free-mb) is free. Free some space before messages can no longer be stored.
+    </Alert>
+  ) : (
+    <Alert color="red" variant="filled" mb="md" title="Storage is unavailable" data-testid="storage-banner" data-state="unavailable" role="alert">
+      The data directory is full or not writable. Connections are paused without losing messages (WhatsApp keeps them until they can
+      be stored) and sends are refused; everything resumes by itself once space is freed.
+    </Alert>
+  );
 }
 
 function UnreachableBanner() {
@@ -146,6 +167,16 @@ export function Shell() {
     );
   }, [client, load]);
   useServiceReachability(client);
+  // The health route also tells how the data dir is doing (storage low / unavailable): look every 15 s.
+  useEffect(() => {
+    const timer = setInterval(() => {
+      client.health().then(
+        (health) => useSession.setState({ health }),
+        () => undefined,
+      );
+    }, STORAGE_POLL_MS);
+    return () => clearInterval(timer);
+  }, [client]);
 
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
@@ -191,6 +222,7 @@ export function Shell() {
       </AppShell.Navbar>
       <AppShell.Main>
         <UnreachableBanner />
+        <StorageBanner />
         <Suspense fallback={<Loading />}>{VIEW_COMPONENTS[view]()}</Suspense>
       </AppShell.Main>
     </AppShell>

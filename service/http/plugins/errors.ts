@@ -5,6 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isStorageError } from '../../db/store.ts';
 import { ServiceError } from '../../errors.ts';
 
 export interface ErrorBody {
@@ -24,6 +25,9 @@ const RETRY_AFTER_S = 2;
 /** The body for a deliberate error; undefined for an unexpected one (a 500). */
 function classify(err: unknown): ErrorBody | undefined {
   if (err instanceof ServiceError) return errorBody(err.statusCode, err.message);
+  if (isStorageError(err)) {
+    return errorBody(507, 'Storage is unavailable (the data directory is full or not writable): nothing was changed; try again once space is freed');
+  }
   if (!(err instanceof Error)) return undefined;
   const status = (err as Partial<FastifyError>).statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) return errorBody(status, err.message);

@@ -22,6 +22,9 @@ export const ConnectionSchema = Type.Object({
   sessionName: Type.String(),
   phoneNumber: Nullable(Type.String()),
   status: Type.Union(CONNECTION_STATUSES.map((s) => Type.Literal(s))),
+  statusReason: Nullable(
+    Type.String({ description: 'Why the connection is in this status (as in its last session.status event), e.g. `storage unavailable`' }),
+  ),
   engine: Type.Literal('NOWEB'),
   createdAt: Type.String(),
   updatedAt: Type.String(),
@@ -29,7 +32,9 @@ export const ConnectionSchema = Type.Object({
 export type Connection = Static<typeof ConnectionSchema>;
 
 /** Maps a stored row to the API record. */
-export function toConnection(row: ConnectionRow): Connection {
+export function toConnection(row: ConnectionRow, live?: { status: ConnectionStatus; reason: string | null }): Connection {
+  // A running session knows better than the row while the disk is full (its status could not be stored).
+  const current = live && row.status !== 'stopped' ? live : { status: row.status, reason: row.statusReason };
   return {
     id: row.id,
     userId: row.userId,
@@ -37,7 +42,8 @@ export function toConnection(row: ConnectionRow): Connection {
     workerId: row.workerId,
     sessionName: row.sessionName,
     phoneNumber: row.phoneNumber,
-    status: row.status,
+    status: current.status,
+    statusReason: current.reason,
     engine: 'NOWEB',
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -72,7 +78,8 @@ function noQrReason(status: ConnectionStatus): string {
 export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
   const { store, engine, workerId } = deps;
   const billing = billingOf(deps);
-  const reread = (id: string) => toConnection(store.connections.get(id)!);
+  const present = (row: ConnectionRow) => toConnection(row, engine.liveStatus(row.id));
+  const reread = (id: string) => present(store.connections.get(id)!);
 
   /** Stores a new connection for `userId` and starts its session (status `starting`). */
   function create(userId: string, name: string | null): Connection {
@@ -82,7 +89,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
   }
 
   api.get('/connections', { schema: { response: { 200: Type.Array(ConnectionSchema) } } }, async (request) =>
-    store.connections.listByUser(request.user.id).map(toConnection),
+    store.connections.listByUser(request.user.id).map(present),
   );
 
   api.post(
@@ -113,7 +120,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
   api.get(
     '/connections/:id',
     { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } } },
-    async (request) => toConnection(ownedConnection(store, request.user, request.params.id, { includeStopped: true })),
+    async (request) => present(ownedConnection(store, request.user, request.params.id, { includeStopped: true })),
   );
 
   api.patch(

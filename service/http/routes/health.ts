@@ -11,14 +11,18 @@ const HealthSchema = Type.Object({
   /** Connections of all users that are not stopped. */
   connections: Type.Integer(),
   sandbox: Type.Boolean(),
+  storage: Type.Union([Type.Literal('ok'), Type.Literal('low'), Type.Literal('unavailable')], {
+    description: '`low`: the data dir has less than twice --min-free-mb free; `unavailable`: commits are failing (disk full)',
+  }),
 });
 
-export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { store, version, sandbox, startedAt }) => {
+export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { store, version, sandbox, startedAt, storage }) => {
   api.get('/', { config: { auth: 'none' }, schema: { response: { 200: HealthSchema } } }, async () => ({
     status: 'ok' as const,
     version,
     uptime: Math.floor((Date.now() - startedAt) / 1000),
     connections: store.connections.countActive(),
     sandbox,
+    storage: storage?.() ?? (store.storage().state === 'unavailable' ? ('unavailable' as const) : ('ok' as const)),
   }));
 };

@@ -11,7 +11,7 @@ import type { Store } from '../../db/store.ts';
 import type { WebhookRow } from '../../db/webhooks.ts';
 import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
-import { UrlPolicy, UrlPolicyError } from '../../webhooks/url-policy.ts';
+import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Nullable, SuccessSchema } from '../schemas.ts';
@@ -118,14 +118,14 @@ function ownedWebhook(store: Pick<Store, 'webhooks'>, user: AuthUser, id: string
 }
 
 export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }) => {
-  const policy = webhooks?.policy ?? new UrlPolicy({ allowLan: false, allowLanSetting: () => store.webhooks.allowLanSetting() });
+  const policy = webhooks?.policy ?? new OutboundPolicy({ allowLan: false, allowLanSetting: () => store.webhooks.allowLanSetting() });
   const wake = () => webhooks?.wake();
 
   async function checkUrl(url: string): Promise<string> {
     try {
       return (await policy.checkUrl(url)).href;
     } catch (err) {
-      if (err instanceof UrlPolicyError) throw badRequest(`body/url: ${err.message}`);
+      if (err instanceof OutboundRefusedError) throw badRequest(`body/url: ${err.message}`);
       throw err;
     }
   }
@@ -179,6 +179,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
   api.delete('/webhooks/:id', { schema: { params: WebhookParams, response: { 200: SuccessSchema } } }, async (request) => {
     const w = ownedWebhook(store, request.user, request.params.id);
     store.webhooks.delete(w.id); // its deliveries go with it (ON DELETE CASCADE)
+    webhooks?.deleted?.(w.id);
     return { success: true as const };
   });
 
