@@ -17,6 +17,19 @@ import { sandboxTrust } from './sandbox-trust.ts';
 import { NumberChecker, numberDigits } from './number-check.ts';
 import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
 
+/** 404 text of a send to a chat the server does not know (issue 20: was a 502). */
+const CHAT_NOT_FOUND = 'Chat not found';
+
+/**
+ * The code of a WhatsApp IQ error Baileys raised, or undefined: its `query` throws `new Boom(text, { data: +code })`
+ * for an `<error code text>` reply (rc14 lib/WABinary/generic-utils.js assertNodeErrorFree), e.g. 404
+ * `item-not-found` for the `w:g2` metadata query of a group that does not exist, which `sendMessage` makes first.
+ */
+function iqErrorCode(err: unknown): number | undefined {
+  const data = (err as { isBoom?: boolean; data?: unknown } | null)?.data;
+  return (err as { isBoom?: boolean } | null)?.isBoom === true && typeof data === 'number' ? data : undefined;
+}
+
 const DEFAULT_TYPING_DELAY = { min: 800, max: 2500 };
 /** Own text messages can be edited this long after sending (interface-spec §4.3 rule 4, §8). */
 export const EDIT_WINDOW_MS = 15 * 60 * 1000;
@@ -144,7 +157,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
    * then waits for the server's `<ack class="message">` (at most `serverAckTimeoutMs`), so an answer means the
    * server has the message. Returns what `record` returned and whether the server acknowledged in time (a socket
    * closed or a timeout leaves the message stored as pending, ack 1).
-   * Errors: 409 not online; 502 transport failure (media upload, socket closed) or refused by the server (ack error).
+   * Errors: 409 not online; 404 `Chat not found` for a group the server does not know (its metadata query or the
+   * message's ack answers 404); 502 transport failure (media upload, socket closed) or refused by the server.
    */
   async function relay<T>(
     session: Session,
@@ -162,6 +176,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       sent = await sock.sendMessage(jid, content, { ...options, messageId });
     } catch (err) {
       serverAck.cancel();
+      if (isJidGroup(jid) && iqErrorCode(err) === 404) throw notFound(CHAT_NOT_FOUND);
       logger.warn({ err, connectionId: session.connectionId }, 'send failed');
       throw new ServiceError(502, `Message could not be sent: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -197,6 +212,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     }
     if (typeof outcome === 'object') {
       // rc14 turns the error ack into status ERROR (ack 0) on the stored message through messages.update.
+      if (isJidGroup(jid) && outcome.error === '404') throw notFound(CHAT_NOT_FOUND);
       throw new ServiceError(502, `Message was refused by the server (error ${outcome.error})`);
     }
     if (outcome !== 'accepted') {

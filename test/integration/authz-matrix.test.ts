@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateToken } from '../../service/auth/api-tokens.ts';
+import { generateToken, issueToken } from '../../service/auth/api-tokens.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 import { apiRoutes, paramNames, sample } from './route-table.ts';
 
@@ -43,8 +43,14 @@ describe('authorization matrix', () => {
   let bob: Owned;
   const routes = () => apiRoutes(api.app);
 
-  const owned = (name: string): Owned => {
-    const user = api.user(name);
+  const owned = (name: string): Owned => ownedBy(api.user(name));
+  /** An identity-provider (JWT) user whose label is `label`, with an API token as it would make with POST /tokens. */
+  const jwtUser = (sub: string, label: string): TestUser => {
+    const user = api.store.users.ensureJwtUser('https://idp.example.test/', sub, { preferredName: label });
+    const { record, token } = issueToken(api.store.tokens, user.id, 'test');
+    return { id: user.id, name: user.name, token, tokenId: record.id };
+  };
+  const ownedBy = (user: TestUser): Owned => {
     const connectionId = api.connection(user.id, 'online').id;
     const webhookId = randomUUID();
     api.store.webhooks.insert({
@@ -116,6 +122,29 @@ describe('authorization matrix', () => {
       if (!equal(bad.body, expectInvalid)) failures.push(`${r.method} ${r.url} unknown token → ${bad.status} ${JSON.stringify(bad.body)}`);
     }
     expect(failures).toEqual([]);
+  });
+
+  it('a JWT user labelled like a local user is another user: 403 across on every route with a resource id, both ways', async () => {
+    const squatter = ownedBy(jwtUser('squatter-1', 'alice'));
+    expect(squatter.user.id).not.toBe(alice.user.id);
+    const failures: string[] = [];
+    for (const r of routes()) {
+      if (r.public || paramNames(r.url).length === 0) continue;
+      const { qs, body } = validRequest(r);
+      for (const [caller, target, label] of [
+        [alice, squatter, 'local alice → jwt "alice"'],
+        [squatter, alice, 'jwt "alice" → local alice'],
+      ] as const) {
+        const res = await api.request(r.method, fill(r.url, target) + qs, {
+          token: caller.user.token,
+          ...(body !== undefined && { body }),
+        });
+        if (res.status !== 403) failures.push(`${r.method} ${r.url} ${label} → ${res.status} ${JSON.stringify(res.body)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(api.store.connections.get(alice.connectionId)!.status).toBe('online');
+    expect(api.store.tokens.get(alice.user.tokenId)!.revokedAt).toBeNull();
   });
 
   it("every route with a resource id: another user's → 403, an unknown id → 404", async () => {

@@ -157,5 +157,7 @@ describe('per-user cap on large uploads', () => {
     await waitFor('a freed upload slot', async () => ((await upload(alice, 2 * MiB)).status === 400 ? true : undefined));
     held[1]!.req.end(Buffer.alloc(4 * MiB - 64 * 1024, 0x61));
     expect((await held[1]!.response).status).toBe(400);
+    // Uploads that complete normally give their slots back too (keep-alive connections included).
+    for (let i = 0; i < 4; i++) expect((await upload(alice, 2 * MiB)).status).toBe(400);
   });
 });

@@ -2555,7 +2555,7 @@ export interface paths {
         put?: never;
         /**
          * React to a message
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -2820,7 +2820,7 @@ export interface paths {
         put?: never;
         /**
          * Send a text message
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -2966,7 +2966,7 @@ export interface paths {
         put?: never;
         /**
          * Send audio or a voice note
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3121,7 +3121,7 @@ export interface paths {
         put?: never;
         /**
          * Send a contact card
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3269,7 +3269,7 @@ export interface paths {
         put?: never;
         /**
          * Send a document
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3422,7 +3422,7 @@ export interface paths {
         put?: never;
         /**
          * Send an image
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3575,7 +3575,7 @@ export interface paths {
         put?: never;
         /**
          * Send a location pin
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {
@@ -3724,7 +3724,7 @@ export interface paths {
         put?: never;
         /**
          * Send a video
-         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
          */
         post: {
             parameters: {

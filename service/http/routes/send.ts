@@ -68,7 +68,8 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
     response: { 201: MessageSchema },
     description:
       "Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the " +
-      'acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.',
+      'acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a ' +
+      'group WhatsApp does not know is a 404 `Chat not found`.',
   };
 
   api.post('/connections/:id/send', { schema: { ...created, body: SendTextBody } }, async (request, reply) => {
