@@ -24,6 +24,7 @@ const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
 const SHOTS = path.resolve('test-results/screenshots');
+const AXE_SOURCE = fs.readFileSync(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
 
 describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint', { timeout: 120_000 }, () => {
   let dataDir: string;
@@ -298,6 +299,44 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.locator('[data-testid="event-row"][data-event="session.status"]').first().waitFor({ timeout: 10_000 });
     await page.goBack();
     await expect(page.getByTestId('nav-tokens').getAttribute('aria-current')).resolves.toBe('page');
+  });
+
+  it('has no serious or critical accessibility violations in any view, light or dark (axe-core)', async () => {
+    const origin = new URL(service.apiUrl).origin;
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const report: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const view of ['connections', 'chats', 'webhooks', 'tokens', 'billing', 'events', 'settings']) {
+        await page.goto(`${origin}/#/${view}`);
+        await page.getByTestId('token-input').or(page.getByTestId(`nav-${view}`)).first().waitFor();
+        if (await page.getByTestId('token-input').isVisible()) {
+          await page.getByTestId('token-input').fill(token);
+          await page.getByRole('button', { name: 'Open console' }).click();
+        }
+        await page.getByTestId(`nav-${view}`).waitFor();
+        await page.waitForTimeout(400);
+        if (view === 'chats') await page.locator('[data-testid="chat-item"]').first().click();
+        await page.evaluate(AXE_SOURCE); // evaluated through the devtools protocol: the page's CSP stays as it is
+        const violations = await page.evaluate(async () => {
+          const axe = (globalThis as unknown as { axe: { run(ctx: unknown, o: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }> }> }> } }).axe;
+          const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
+          const detail = (n: { target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }) => {
+            const d = n.any?.[0]?.data;
+            return `${n.target.join(' ')}${d?.fgColor ? ` [${d.fgColor} on ${d.bgColor}: ${d.contrastRatio}]` : ''}`;
+          };
+          return r.violations
+            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+            .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map(detail).join(' | ')}`);
+        });
+        report.push(...violations.map((v) => `${scheme} ${view}: ${v}`));
+        await page.screenshot({ path: path.join(SHOTS, `view-${view}-${scheme}.png`) });
+        if (process.env.UPDATE_SCREENSHOTS) fs.copyFileSync(path.join(SHOTS, `view-${view}-${scheme}.png`), path.resolve('docs/screenshots', `view-${view}-${scheme}.png`));
+      }
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(report).toEqual([]);
   });
 
   it('returns to sign-in with the reason when its token is revoked', async () => {

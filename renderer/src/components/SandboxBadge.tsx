@@ -7,7 +7,7 @@ export function SandboxBadge() {
   if (!sandbox) return null;
   return (
     <Tooltip label="Simulated WhatsApp: nothing reaches real phones">
-      <Badge color="orange" variant="filled" data-testid="sandbox-badge">
+      <Badge color="orange.5" variant="filled" autoContrast data-testid="sandbox-badge">
         Sandbox
       </Badge>
     </Tooltip>

@@ -202,6 +202,7 @@ export function Shell() {
             <NavLink
               key={n.view}
               component="button"
+              variant="filled"
               label={n.label}
               leftSection={n.icon}
               active={view === n.view}

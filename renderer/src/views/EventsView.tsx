@@ -69,7 +69,7 @@ export function EventsView() {
         <TextInput label="Contains" value={text} onChange={(e) => setText(e.currentTarget.value)} w={220} />
         <Switch label="Current connection only" checked={onlyCurrent} onChange={(e) => setOnlyCurrent(e.currentTarget.checked)} />
       </Group>
-      <ScrollArea style={{ flex: 1 }}>
+      <ScrollArea style={{ flex: 1 }} viewportProps={{ tabIndex: 0, 'aria-label': 'Events' }}>
         {history !== 'loading' && history !== 'loaded' && <ErrorState message={`The event history could not be loaded: ${history}`} />}
         {history === 'loading' && shown.length === 0 && <Loading label="Loading recent events…" />}
         {history !== 'loading' && shown.length === 0 && <Empty title="No events yet">Events appear here as they happen (the last 500 are kept).</Empty>}
@@ -88,7 +88,7 @@ export function EventsView() {
                   {new Date(f.timestamp).toLocaleTimeString()}
                 </Text>
               </Group>
-              <Code block mt={4} style={{ maxHeight: 160, overflow: 'auto' }}>
+              <Code block mt={4} style={{ maxHeight: 160, overflow: 'auto' }} tabIndex={0} aria-label={`Payload of event ${f.seq}`}>
                 {JSON.stringify(f.payload, null, 2)}
               </Code>
             </Paper>
