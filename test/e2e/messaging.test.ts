@@ -31,7 +31,8 @@ function pngBytes(): Buffer {
 }
 const pdfBytes = () => Buffer.concat([Buffer.from('%PDF-1.4\n% switchboard test\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
 const mp4Bytes = () => Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(6000, 3)]);
-const oggBytes = () => Buffer.concat([Buffer.from('OggS'), Buffer.alloc(4000, 5)]);
+// An Ogg page whose first packet is an Opus header (file-type tells Ogg Opus from other Ogg streams by it).
+const oggBytes = () => Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(4000, 5)]);
 
 interface PhoneMessage {
   id: string;
