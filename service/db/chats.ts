@@ -8,7 +8,11 @@ export interface Chat {
   id: string;
   name: string;
   isGroup: boolean;
-  lastMessage: { body: string; timestamp: number; fromMe: boolean } | null;
+  /**
+   * The newest stored message; when none is stored, `{ body: "", timestamp: <last activity the phone reported, else 0>,
+   * fromMe: false }` (chats known from history-sync metadata only). Never null (the spec types it as an object).
+   */
+  lastMessage: { body: string; timestamp: number; fromMe: boolean };
   unread: number;
 }
 
@@ -27,20 +31,25 @@ export type ChatsRepo = ReturnType<typeof chatsRepo>;
 
 export function chatsRepo(db: Db) {
   const q = {
+    // last_from_me IS NULL: no message of the chat is stored; last_ts then holds the chat's last activity as the
+    // phone reported it (history sync conversationTimestamp), replaced by the first stored message (touch).
     upsertMeta: db.prepare(
-      `INSERT INTO chats (connection_id, id, lid, name, is_group, unread) VALUES (@connectionId, @id, @lid, @name, @isGroup, COALESCE(@unread, 0))
+      `INSERT INTO chats (connection_id, id, lid, name, is_group, unread, last_ts)
+       VALUES (@connectionId, @id, @lid, @name, @isGroup, COALESCE(@unread, 0), @activityTs)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          lid = COALESCE(excluded.lid, lid), name = COALESCE(excluded.name, name),
-         unread = COALESCE(@unread, unread)`,
+         unread = COALESCE(@unread, unread),
+         last_ts = CASE WHEN last_from_me IS NULL AND @activityTs IS NOT NULL THEN MAX(COALESCE(last_ts, 0), @activityTs)
+                   ELSE last_ts END`,
     ),
     touch: db.prepare(
       `INSERT INTO chats (connection_id, id, is_group, unread, last_ts, last_body, last_from_me)
        VALUES (@connectionId, @id, @isGroup, @unreadDelta, @ts, @body, @fromMe)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          unread = unread + @unreadDelta,
-         last_body    = CASE WHEN last_ts IS NULL OR @ts >= last_ts THEN @body ELSE last_body END,
-         last_from_me = CASE WHEN last_ts IS NULL OR @ts >= last_ts THEN @fromMe ELSE last_from_me END,
-         last_ts      = CASE WHEN last_ts IS NULL OR @ts >= last_ts THEN @ts ELSE last_ts END`,
+         last_body    = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @body ELSE last_body END,
+         last_ts      = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @ts ELSE last_ts END,
+         last_from_me = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @fromMe ELSE last_from_me END`,
     ),
     markRead: db.prepare(`UPDATE chats SET unread = 0 WHERE connection_id = ? AND id = ?`),
     setUnread: db.prepare(`UPDATE chats SET unread = ? WHERE connection_id = ? AND id = ? AND unread <> ?`),
@@ -57,8 +66,15 @@ export function chatsRepo(db: Db) {
   };
 
   return {
-    /** Creates the chat or updates its name/lid; `unread` replaces the counter when given (history sync). */
-    upsertMeta(connectionId: string, c: { id: string; lid?: string | null; name?: string | null; isGroup: boolean; unread?: number | null }): void {
+    /**
+     * Creates the chat or updates its name/lid; `unread` replaces the counter when given (history sync);
+     * `activityTs` (unix seconds) is the chat's last activity as the phone reported it, shown as `lastMessage.timestamp`
+     * while no message of the chat is stored.
+     */
+    upsertMeta(
+      connectionId: string,
+      c: { id: string; lid?: string | null; name?: string | null; isGroup: boolean; unread?: number | null; activityTs?: number | null },
+    ): void {
       q.upsertMeta.run({
         connectionId,
         id: c.id,
@@ -66,6 +82,7 @@ export function chatsRepo(db: Db) {
         name: c.name ?? null,
         isGroup: c.isGroup ? 1 : 0,
         unread: c.unread ?? null,
+        activityTs: c.activityTs ?? null,
       });
     },
     /** Records a message in its chat: newer messages become `lastMessage`; `unreadDelta` adds to the counter. */
@@ -104,7 +121,9 @@ export function chatsRepo(db: Db) {
         name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,
         isGroup: r.is_group === 1,
         lastMessage:
-          r.last_ts === null ? null : { body: r.last_body ?? '', timestamp: r.last_ts, fromMe: r.last_from_me === 1 },
+          r.last_from_me === null
+            ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false }
+            : { body: r.last_body ?? '', timestamp: r.last_ts ?? 0, fromMe: r.last_from_me === 1 },
         unread: r.unread,
       }));
     },

@@ -3,7 +3,9 @@
  * Rows are inserted in the same transaction as their event (store.appendEvent), claimed in batches with a lease
  * (`pending` → `delivering`, attempts counted at claim time so a crash loop cannot exceed the maximum), and
  * completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
- * Rows of a paused webhook are written as `skipped`. Internal status `delivering` shows as `pending` in the API.
+ * Rows of a paused webhook are held `pending` (the dispatcher claims only for active webhooks; the API shows them as
+ * `paused`) and go out in order once it is active again; held longer than the event retention they fail (`prune`).
+ * `skipped` remains only on rows written by earlier versions. Internal status `delivering` shows as `pending`.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './database.ts';
@@ -98,6 +100,8 @@ export interface ClaimedDelivery {
   body: string;
   attempts: number;
   nextAttemptAt: number;
+  /** A test delivery (`POST /webhooks/:id/test`): attempted even while the webhook is paused. */
+  ignorePause?: boolean;
 }
 
 /** The outcome of one attempt. */
@@ -107,6 +111,9 @@ export type DeliveryOutcome =
   | { id: string; kind: 'failed'; status: number | null; error: string | null; response: string | null }
   /** Not attempted after all (webhook paused, service stopping): back to `pending`, the claim not counted. */
   | { id: string; kind: 'release' };
+
+/** `lastError` of a delivery a paused webhook held longer than the event retention. */
+export const HELD_TOO_LONG = 'held longer than the event retention while the webhook was paused';
 
 export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
 
@@ -160,6 +167,11 @@ export function deliveriesRepo(db: Db) {
     ),
     prune: db.prepare(
       `DELETE FROM webhook_deliveries WHERE created_at < ? AND status IN ('delivered', 'failed', 'skipped')`,
+    ),
+    expireHeld: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'failed', last_error = @error
+       WHERE created_at < @before AND status = 'pending'
+         AND webhook_id IN (SELECT id FROM webhooks WHERE active = 0)`,
     ),
     countOpen: db.prepare(`SELECT count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`),
     dueNow: db.prepare(`UPDATE webhook_deliveries SET next_attempt_at = @now WHERE id = @id AND status = 'pending'`),
@@ -246,8 +258,12 @@ export function deliveriesRepo(db: Db) {
         failed: q.failInterrupted.run(params).changes,
       }))();
     },
-    /** Deletes finished deliveries created before `beforeIso`; returns how many. */
+    /**
+     * Deletes finished deliveries created before `beforeIso`; returns how many. Rows a paused webhook held since
+     * before `beforeIso` fail first (`HELD_TOO_LONG`): the retention bounds how long a pause holds events.
+     */
     prune(beforeIso: string): number {
+      q.expireHeld.run({ before: beforeIso, error: HELD_TOO_LONG });
       return q.prune.run(beforeIso).changes;
     },
     countOpen(): number {

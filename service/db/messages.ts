@@ -211,6 +211,7 @@ export function messagesRepo(db: Db) {
        ON CONFLICT(connection_id, message_id, sender_jid) DO UPDATE SET emoji = excluded.emoji, timestamp = excluded.timestamp`,
     ),
     deleteReaction: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ? AND sender_jid = ?`),
+    deleteReactions: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ?`),
     unreadIncoming: db.prepare(
       `SELECT raw FROM messages WHERE connection_id = ? AND chat_id = ? AND from_me = 0 AND raw IS NOT NULL
        ORDER BY timestamp DESC, seq DESC LIMIT ?`,
@@ -313,9 +314,10 @@ export function messagesRepo(db: Db) {
         text: r.text,
       }));
     },
-    /** Marks a message deleted for everyone: type `revoked`, no text, no media. */
+    /** Marks a message deleted for everyone: type `revoked`, no text, no media, no reactions (as WhatsApp shows it). */
     revoke(connectionId: string, id: string): void {
       q.revoke.run(connectionId, id);
+      q.deleteReactions.run(connectionId, id);
     },
     /**
      * Sets (or with `emoji` "" removes) the reaction of `senderJid` on a message.

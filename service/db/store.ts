@@ -154,8 +154,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   }
 
   /**
-   * The webhook outbox of one logged event: a row per webhook of the connection subscribed to its type
-   * (`pending`, or `skipped` while the webhook is paused); only `onlyWebhookId` when given (test events).
+   * The webhook outbox of one logged event: a row per webhook of the connection subscribed to its type, `pending`
+   * (held while the webhook is paused, sent in order on resume); only `onlyWebhookId` when given (test events, which
+   * are claimed at once and sent whatever the webhook's state).
    */
   function enqueueDeliveries(userId: string, connectionId: string, logged: LoggedEvent, onlyWebhookId?: string): void {
     const targets = webhooks.targets(connectionId);
@@ -168,7 +169,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       body ??= JSON.stringify({ event: logged.event, session: t.sessionName, payload: logged.payload });
       msgId ??= webhookMessageId(userId, logged.seq);
       const id = newDeliveryId();
-      const claimed = t.active && claimer !== undefined && claimer.reserve(t.id);
+      const test = onlyWebhookId === t.id;
+      // Rows a paused webhook held (due now) go first on resume: a fresh row is not claimed ahead of them.
+      const claimed = (test || (t.active && !deliveries.hasDue(t.id, now))) && claimer !== undefined && claimer.reserve(t.id);
       deliveries.insert(
         {
           id,
@@ -178,13 +181,13 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
           msgId,
           eventType: logged.event,
           body,
-          status: !t.active ? 'skipped' : claimed ? 'delivering' : 'pending',
+          status: claimed ? 'delivering' : 'pending',
           nextAttemptAt: now,
           leaseUntil: claimed ? now + claimer!.leaseMs : null,
         },
         logged.timestamp,
       );
-      if (claimed) claimedRows.push({ id, webhookId: t.id, msgId, body, attempts: 1, nextAttemptAt: now });
+      if (claimed) claimedRows.push({ id, webhookId: t.id, msgId, body, attempts: 1, nextAttemptAt: now, ...(test && { ignorePause: true }) });
       else if (t.active) outboxRows++;
     }
   }

@@ -6,7 +6,8 @@
 import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
 import { isStorageError } from '../db/store.ts';
-import { badRequest, conflict, forbidden, notFound, ServiceError } from '../errors.ts';
+import { badRequest, conflict, notFound, ServiceError } from '../errors.ts';
+import { canonicalChatId, parseChatId, pnForLid } from './chat-id.ts';
 import { mediaFileNameOf } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { OutboundPolicy } from '../net/outbound.ts';
@@ -99,27 +100,19 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
    * Phone numbers not yet known to the connection are checked with a usync contact query.
    */
   async function resolveChat(session: Session, chatId: string): Promise<{ jid: string; chatId: string }> {
-    const input = chatId.trim();
-    if (/^\+?[\d\s().-]+$/.test(input)) {
-      const digits = input.replace(/\D/g, '');
-      if (digits.length < 6 || digits.length > 15) throw badRequest('chatId is not a valid international phone number');
-      const jid = `${digits}@s.whatsapp.net`;
-      const known = store.contacts.has(session.connectionId, jid);
-      if (!known) {
+    const parsed = parseChatId(chatId);
+    if (parsed.kind === 'phone') {
+      const { jid, digits } = parsed;
+      if (!store.contacts.has(session.connectionId, jid)) {
         const [result] = (await session.socket!.onWhatsApp(jid)) ?? [];
         if (!result?.exists) throw badRequest(`+${digits} is not on WhatsApp`);
         return { jid: jidNormalizedUser(result.jid), chatId: jidNormalizedUser(result.jid) };
       }
       return { jid, chatId: jid };
     }
-    const m = /^([^@\s]+)@(s\.whatsapp\.net|c\.us|lid|g\.us)$/.exec(input);
-    if (!m) throw badRequest('chatId must be a JID or a phone number in international format');
-    const jid = m[2] === 'c.us' ? `${m[1]}@s.whatsapp.net` : input;
-    if (isJidGroup(jid)) return { jid, chatId: jid };
-    const normalized = jidNormalizedUser(jid);
-    const ctx = session.modelContext();
-    const pn = normalized.endsWith('@lid') ? (ctx.pnForLid(normalized) ?? normalized) : normalized;
-    return { jid: normalized, chatId: pn };
+    const { jid } = parsed;
+    if (parsed.isGroup) return { jid, chatId: jid };
+    return { jid, chatId: jid.endsWith('@lid') ? (pnForLid(store, session.connectionId, jid) ?? jid) : jid };
   }
 
   /** The stored WAMessage a `replyTo` id refers to (same chat), for quoting. */
@@ -310,10 +303,9 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       return recorded ?? store.messages.get(connectionId, target.id)!;
     },
     async editMessage(connectionId, messageId, input) {
-      const given = input.chatId.trim();
-      const candidates = [given, given.replace(/^\+/, '').replace(/\D/g, '') + '@s.whatsapp.net', given.replace(/@c\.us$/, '@s.whatsapp.net')];
-      const target = storedMessage(connectionId, messageId, candidates);
-      if (!target.fromMe) throw forbidden('Only your own messages can be edited');
+      const target = storedMessage(connectionId, messageId, [canonicalChatId(store, connectionId, input.chatId)]);
+      // 400, not 403: the spec keeps 403 for another user's resource (§5); this is a rule of the edit (§4.3 rule 4).
+      if (!target.fromMe) throw badRequest('Only your own messages can be edited');
       if (target.type !== 'text') throw badRequest('Only text messages can be edited');
       if (now() - target.timestamp * 1000 > EDIT_WINDOW_MS) {
         throw badRequest('Messages can only be edited within 15 minutes of sending');

@@ -1,13 +1,14 @@
 /**
  * Media on local disk: `<mediaDir>/<connectionId>/<filename>`, one folder per connection (DESIGN.md §2).
  * Owns the file-name rules (a name never leaves its folder: no `..`, separators or NUL), atomic writes (a temp
- * file in the same folder, then rename, so readers never see half a file) and type sniffing from magic bytes.
+ * file in the same folder, then rename, so readers never see half a file) and type sniffing (file-type).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { fileTypeFromBuffer } from 'file-type';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../config/private-dir.ts';
 
 /** A stored media file. */
@@ -146,27 +147,16 @@ export function contentTypeForName(filename: string): string {
   return TYPES_BY_EXTENSION[ext] ?? 'application/octet-stream';
 }
 
-/** The content type of a file from its first bytes; undefined when not recognised. */
-export function sniffMimetype(data: Uint8Array): string | undefined {
-  const b = Buffer.from(data.buffer, data.byteOffset, Math.min(data.length, 64));
-  const ascii = (start: number, end: number) => b.subarray(start, end).toString('latin1');
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
-  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
-  if (ascii(0, 4) === 'GIF8') return 'image/gif';
-  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'image/webp';
-  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return 'audio/wav';
-  if (ascii(0, 5) === '%PDF-') return 'application/pdf';
-  if (ascii(0, 4) === 'OggS') return 'audio/ogg';
-  if (ascii(0, 6) === '#!AMR\n') return 'audio/amr';
-  if (ascii(0, 3) === 'ID3') return 'audio/mpeg';
-  if (b.length >= 2 && b[0] === 0xff && (b[1]! & 0xf6) === 0xf0) return 'audio/aac'; // ADTS
-  if (b.length >= 2 && b[0] === 0xff && (b[1]! & 0xe0) === 0xe0) return 'audio/mpeg'; // MPEG audio frame sync
-  if (ascii(4, 8) === 'ftyp') {
-    const brand = ascii(8, 12);
-    if (brand === 'M4A ' || brand === 'M4B ') return 'audio/mp4';
-    if (brand.startsWith('3gp') || brand.startsWith('3g2')) return 'video/3gpp';
-    return 'video/mp4';
-  }
-  if (b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 0x03 && b[3] === 0x04) return 'application/zip';
-  return undefined;
+/** file-type's names that differ from the ones WhatsApp and this service use. */
+const MIME_ALIASES: Record<string, string> = { 'audio/x-m4a': 'audio/mp4', 'audio/x-wav': 'audio/wav', 'audio/vnd.wave': 'audio/wav' };
+
+/**
+ * The content type of a file from its bytes (magic numbers and container structure, via `file-type`: also HEIC,
+ * AVIF, QuickTime, DOCX/XLSX…), without parameters; undefined when not recognised.
+ */
+export async function sniffMimetype(data: Uint8Array): Promise<string | undefined> {
+  const found = await fileTypeFromBuffer(data);
+  if (!found) return undefined;
+  const base = found.mime.split(';')[0]!.trim().toLowerCase();
+  return MIME_ALIASES[base] ?? base;
 }

@@ -1,8 +1,8 @@
 /**
  * Turns a send request (interface-spec §4.3) into Baileys message content: media from base64 or from an
  * `https://` URL that this service fetches itself through the outbound URL policy (net/outbound.ts: address
- * checked and pinned, no redirects; size limit, timeout; Baileys never fetches URLs), type checks with
- * magic-byte sniffing, location pins and vCards. Errors are 400s that say what to fix; a fetch that fails for
+ * checked and pinned, no redirects; size limit, timeout; Baileys never fetches URLs), type checks by the bytes
+ * (file-type: images, videos and audio must be a supported file of their kind, declared type or not), location pins and vCards. Errors are 400s that say what to fix; a fetch that fails for
  * any reason depending on the target (refused address, closed port, timeout, TLS, non-2xx) answers the one text
  * `URL_FETCH_FAILED`, the cause going to the log.
  */
@@ -149,35 +149,33 @@ export async function loadMedia(input: MediaInput, opts: PrepareOptions = {}): P
   }
   if (data.length === 0) throw badRequest(`${kind} is empty`);
   if (data.length > limit) throw badRequest(`${kind} is larger than ${human(limit)}`);
-  return { data, mimetype: checkedMimetype(kind, data, declared, served, !!(input.type === 'audio' && input.ptt)) };
+  const sniffed = await sniffMimetype(data);
+  return { data, mimetype: checkedMimetype(kind, sniffed, declared, served, !!(input.type === 'audio' && input.ptt)) };
 }
 
-function checkedMimetype(kind: MediaKind, data: Buffer, declared: string | undefined, served: string | undefined, ptt: boolean): string {
-  const sniffed = sniffMimetype(data);
+/**
+ * The content type a media send goes out with. Images, videos and audio must be a supported file of that kind by
+ * their bytes (`sniffed`), whatever type was declared: anything else is a 400 naming what the bytes are. A declared
+ * type must be accepted for the kind and agree with the bytes (an MP4 container may hold audio or video).
+ * Documents take the declared type, else the sniffed one, else the served one.
+ */
+function checkedMimetype(kind: MediaKind, sniffed: string | undefined, declared: string | undefined, served: string | undefined, ptt: boolean): string {
   if (declared !== undefined && !/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/.test(declared.trim())) {
     throw badRequest('body/mimetype must look like type/subtype');
   }
   if (kind === 'document') return declared?.trim() ?? sniffed ?? (served && baseType(served)) ?? 'application/octet-stream';
   const allowed = MEDIA_TYPES[kind];
-  const family = `${kind}/`;
   let mimetype: string | undefined = declared?.trim();
-  if (mimetype !== undefined) {
-    if (!allowed.includes(baseType(mimetype))) {
-      throw badRequest(`mimetype ${baseType(mimetype)} is not accepted for ${kind}s (use ${allowed.join(', ')})`);
-    }
-    // The bytes must not contradict the declared type (an MP4 container may hold audio or video).
-    if (sniffed && sniffed !== baseType(mimetype) && (sniffed.startsWith(family) || kind === 'image')) {
-      throw badRequest(`the ${kind} data is ${sniffed}, not ${baseType(mimetype)}`);
-    }
-  } else {
-    let guess = sniffed;
-    if (guess === 'audio/mp4' && kind === 'video') guess = 'video/mp4';
-    if (guess === 'video/mp4' && kind === 'audio') guess = 'audio/mp4';
-    if (!guess && served && allowed.includes(baseType(served))) guess = baseType(served);
-    if (!guess) throw badRequest(`could not recognise the ${kind} format; pass mimetype (one of ${allowed.join(', ')})`);
-    if (!allowed.includes(guess)) throw badRequest(`the ${kind} data is ${guess}; accepted: ${allowed.join(', ')}`);
-    mimetype = guess;
+  if (mimetype !== undefined && !allowed.includes(baseType(mimetype))) {
+    throw badRequest(`mimetype ${baseType(mimetype)} is not accepted for ${kind}s (use ${allowed.join(', ')})`);
   }
+  let actual = sniffed;
+  if (actual === 'audio/mp4' && kind === 'video') actual = 'video/mp4';
+  if (actual === 'video/mp4' && kind === 'audio') actual = 'audio/mp4';
+  if (!actual) throw badRequest(`could not recognise the ${kind} format: the data is not a supported ${kind} file (${allowed.join(', ')})`);
+  if (!allowed.includes(actual)) throw badRequest(`the ${kind} data is ${actual}; accepted: ${allowed.join(', ')}`);
+  if (mimetype !== undefined && actual !== baseType(mimetype)) throw badRequest(`the ${kind} data is ${actual}, not ${baseType(mimetype)}`);
+  mimetype ??= actual;
   // Voice notes are Opus in Ogg; WhatsApp clients expect the codecs parameter.
   if (kind === 'audio' && ptt && baseType(mimetype) === 'audio/ogg' && !mimetype.includes('codecs')) mimetype = 'audio/ogg; codecs=opus';
   return mimetype;

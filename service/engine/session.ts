@@ -652,6 +652,7 @@ export class Session {
           name: c.name ?? c.displayName ?? null,
           isGroup: id.endsWith('@g.us'),
           unread: c.unreadCount ?? 0,
+          activityTs: c.conversationTimestamp == null ? null : Number(c.conversationTimestamp) || null,
         });
       }
       let stored = 0;
@@ -726,6 +727,8 @@ export class Session {
         this.#log.debug({ chatId, keyId }, 'reaction to an unknown message');
         return undefined;
       }
+      // A message deleted for everyone keeps no reactions (messages.revoke cleared them); late ones are dropped.
+      if (target.type === 'revoked') return target;
       if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
         const fromMe = senderJid === this.me?.jid;
         store.appendEvent(this.userId, this.connectionId, 'message.reaction', {

@@ -3,7 +3,7 @@
  * as cross-cutting hooks, then one route plugin per resource under `/api` (interface-spec §4), including the
  * WebSocket event stream. The caller listens and closes it.
  */
-import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { apiTokenVerifier } from '../auth/api-tokens.ts';
 import { createAuthenticator } from '../auth/authenticate.ts';
@@ -55,6 +55,22 @@ export interface AppOptions extends ApiDeps {
 
 export const API_PREFIX = '/api';
 
+/**
+ * Many HTTP clients send `Content-Type: application/json` on every request, bodyless POSTs and DELETEs included;
+ * Fastify's JSON parser refuses an empty body (400 FST_ERR_CTP_EMPTY_JSON_BODY). An empty (or blank) body is
+ * parsed as no body, so it is accepted wherever the body is optional or absent; anything else goes to Fastify's
+ * own parser (prototype-poisoning checks kept).
+ */
+function acceptEmptyJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    return parseJson(request, text, done);
+  });
+}
+
 /** A ready-to-listen API instance. */
 export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const { logger, streamLimits, jwt, rateLimit, allowedHosts, allowedOrigins, revocationSweepMs, userCaps, ...deps } =
@@ -67,6 +83,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(typeBoxValidatorCompiler);
+  acceptEmptyJsonBodies(app);
   registerErrorHandling(app);
   const streams = new Set<EventStream>();
   await registerWebSocketSupport(app, streams); // before auth: see its doc

@@ -4,7 +4,7 @@
  *
  * Owns: building `proto.HistorySync` chunks from the sandbox's conversations of one account
  * (per chat: id, name, unreadCount, timestamps, LID/PN, newest-first `WebMessageInfo`s with
- * key/fromMe/pushName/status; at most `messagesPerChat` newest messages per chat) plus
+ * key/fromMe/pushName/status; at most `messagesPerChat` newest messages per chat, none with 0) plus
  * `phoneNumberToLidMappings` for every account, each chunk zlib-deflated as
  * `initialHistBootstrapInlinePayload` of a `HISTORY_SYNC_NOTIFICATION` protocol message (inline, so the
  * client downloads nothing). Chunk 0 is `INITIAL_BOOTSTRAP`, later chunks (at most `messagesPerChunk`
@@ -50,12 +50,12 @@ export function buildHistorySyncMessages(
 
   const conversations: proto.IConversation[] = [];
   for (const [peerPn, all] of byPeer) {
-    const msgs = all.slice(-Math.max(1, limits.messagesPerChat));
+    const msgs = limitedHistory(all, limits);
     const peer = accounts.get(peerPn);
     const chatJid = pnJid(peerPn);
     let unread = 0;
     for (let i = msgs.length - 1; i >= 0 && msgs[i]!.fromPn !== account.pn; i--) unread++;
-    const last = msgs[msgs.length - 1]!;
+    const last = all[all.length - 1]!; // the chat's activity, even when its messages are left out
     const history: proto.IHistorySyncMsg[] = [];
     for (let i = msgs.length - 1; i >= 0; i--) {
       const m = msgs[i]!;
@@ -136,6 +136,14 @@ export function buildHistorySyncMessages(
   });
 }
 
+/**
+ * The newest `messagesPerChat` messages of a conversation; 0 sends none, so the conversation arrives as metadata
+ * only (id, name, timestamps), as real phones send older chats.
+ */
+function limitedHistory(all: MessageRow[], limits: HistoryLimits): MessageRow[] {
+  return limits.messagesPerChat > 0 ? all.slice(-limits.messagesPerChat) : [];
+}
+
 /** The history-sync conversations of `account`'s groups (every group it is in, with the messages it saw). */
 function groupConversations(
   store: Store,
@@ -152,7 +160,8 @@ function groupConversations(
   const Rank = proto.GroupParticipant.Rank;
   return store.listGroupsOf(account.pn).map((group) => {
     const jid = `${group.id}@g.us`;
-    const msgs = (byGroup.get(group.id) ?? []).slice(-Math.max(1, limits.messagesPerChat));
+    const all = byGroup.get(group.id) ?? [];
+    const msgs = limitedHistory(all, limits);
     const history: proto.IHistorySyncMsg[] = [];
     for (let i = msgs.length - 1; i >= 0; i--) {
       const m = msgs[i]!;
@@ -173,7 +182,7 @@ function groupConversations(
     }
     let unread = 0;
     for (let i = msgs.length - 1; i >= 0 && msgs[i]!.fromPn !== account.pn; i--) unread++;
-    const last = msgs[msgs.length - 1]?.ts ?? group.createdAt;
+    const last = all[all.length - 1]?.ts ?? group.createdAt;
     return {
       id: jid,
       name: group.subject,

@@ -42,7 +42,7 @@ export interface SandboxOptions {
   logger?: Logger;
   /** Port of the HTTPS media host (same listen address); `0` (default) picks a free port. */
   mediaPort?: number;
-  /** Most recent messages per chat in a new companion's history sync; default 100 000. */
+  /** Most recent messages per chat in a new companion's history sync; default 100 000; 0 sends chats as metadata only. */
   historyMessagesPerChat?: number;
   /** Messages per history-sync message (chunk); default 5 000. */
   historyMessagesPerChunk?: number;

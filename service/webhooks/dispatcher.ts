@@ -352,7 +352,8 @@ export class WebhookDispatcher implements OutboxClaimer {
       this.deleted(d.webhookId);
       return { id: d.id, kind: 'release' }; // deleted: its rows are gone with it
     }
-    if (!hook.row.active) return { id: d.id, kind: 'release' }; // paused after the claim: resumes later
+    // Paused after the claim: held (back to pending) until resumed; a test delivery goes out whatever the state.
+    if (!hook.row.active && !d.ignorePause) return { id: d.id, kind: 'release' };
     let status: number | null = null;
     let response: string | null = null;
     let retryAfterMs: number | undefined;

@@ -184,23 +184,28 @@ describe('webhooks (in-process API + dispatcher)', () => {
     await api.request('DELETE', `/webhooks/${some.id}`, { token: alice.token });
   });
 
-  it('pauses (deliveries recorded as skipped), resumes, and stops after delete', async () => {
+  it('holds events while paused (log status paused), delivers them in order on resume, and stops after delete', async () => {
     const hook = await createHook('/pause', ['message']);
     expect((await api.request<Hook>('PUT', `/webhooks/${hook.id}`, { token: alice.token, body: { active: false } })).body.active).toBe(false);
-    emit('message', { body: 'while paused' });
+    emit('message', { body: 'while paused 1' });
+    emit('message', { body: 'while paused 2' });
     await new Promise((r) => setTimeout(r, 200));
     expect(consumer.on('/pause')).toHaveLength(0);
-    expect((await logs(hook.id))[0]).toMatchObject({ status: 'skipped', attempts: 0 });
+    expect((await logs(hook.id)).map((l) => [l.status, l.attempts])).toEqual([
+      ['paused', 0],
+      ['paused', 0],
+    ]);
 
     await api.request('PUT', `/webhooks/${hook.id}`, { token: alice.token, body: { active: true } });
     emit('message', { body: 'after resume' });
-    await waitFor('delivery after resume', () => consumer.on('/pause').find((r) => r.verified?.payload.body === 'after resume'));
-    expect(consumer.on('/pause')).toHaveLength(1);
+    await waitFor('delivery after resume', () => (consumer.on('/pause').length === 3 ? true : undefined));
+    expect(consumer.on('/pause').map((r) => r.verified?.payload.body)).toEqual(['while paused 1', 'while paused 2', 'after resume']);
+    await waitFor('logged delivered', async () => ((await logs(hook.id)).every((l) => l.status === 'delivered') ? true : undefined));
 
     await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
     emit('message', { body: 'after delete' });
     await new Promise((r) => setTimeout(r, 200));
-    expect(consumer.on('/pause')).toHaveLength(1);
+    expect(consumer.on('/pause')).toHaveLength(3);
   });
 
   it('retries a failing consumer with the same webhook-id, fresh signatures, and counts attempts', async () => {
@@ -250,7 +255,7 @@ describe('webhooks (in-process API + dispatcher)', () => {
     emit('message', { body: 'gone 2' });
     await new Promise((r) => setTimeout(r, 150));
     expect(consumer.on('/gone')).toHaveLength(1);
-    expect((await logs(hook.id))[0]!.status).toBe('skipped');
+    expect((await logs(hook.id))[0]!.status).toBe('paused');
     await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
   });
 
@@ -292,6 +297,38 @@ describe('webhooks (in-process API + dispatcher)', () => {
     expect(performance.now() - start).toBeLessThan(2_000);
     await api.request('DELETE', `/webhooks/${slow.id}`, { token: alice.token });
     await api.request('DELETE', `/webhooks/${fast.id}`, { token: alice.token });
+  });
+
+  it('sends a test delivery to a paused webhook (shown in its log) while its events stay held', async () => {
+    const hook = await createHook('/test-paused', ['message'], { active: false });
+    emit('message', { body: 'held' });
+    const res = await api.request<{ success: true; delivery: Log }>('POST', `/webhooks/${hook.id}/test`, {
+      token: alice.token,
+      headers: { 'content-type': 'application/json' }, // and an empty body (many clients send the header on every request)
+      rawBody: '',
+    });
+    expect(res.status).toBe(200);
+    const got = await waitFor('test delivery', () => consumer.on('/test-paused')[0]);
+    expect(got.verified).toMatchObject({ event: 'webhook.test', payload: { webhookId: hook.id } });
+    await waitFor('logged', async () => ((await logs(hook.id)).find((l) => l.eventType === 'webhook.test')?.status === 'delivered' ? true : undefined));
+    expect((await logs(hook.id)).find((l) => l.eventType === 'message')).toMatchObject({ status: 'paused', attempts: 0 });
+    expect(consumer.on('/test-paused')).toHaveLength(1);
+    await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
+  });
+
+  it.each([
+    ['POST', ['message', 'mesage']],
+    ['PUT', ['*', 'message.deleted']],
+  ])('refuses an unknown event type on %s with 400 naming it', async (method, events) => {
+    const hook = await createHook('/types', ['message']);
+    const res =
+      method === 'POST'
+        ? await api.request('POST', `/connections/${conn.id}/webhooks`, { token: alice.token, body: { url: consumer.url('/types'), events } })
+        : await api.request('PUT', `/webhooks/${hook.id}`, { token: alice.token, body: { events } });
+    expect(res.status).toBe(400);
+    expect((res.body as { message: string }).message).toMatch(new RegExp(`^body/events/1: unknown event type "${events[1]!.replace('.', '\\.')}" \\(known: session\\.status, message,`));
+    expect((await api.request<Hook[]>('GET', `/connections/${conn.id}/webhooks`, { token: alice.token })).body.find((h) => h.id === hook.id)!.events).toEqual(['message']);
+    await api.request('DELETE', `/webhooks/${hook.id}`, { token: alice.token });
   });
 
   it('sends a test event to one webhook, and replays a logged delivery with the same webhook-id', async () => {
@@ -389,25 +426,27 @@ describe('webhooks (in-process API + dispatcher)', () => {
     expect(consumer.on('/fresh').some((r) => (r.verified?.payload as { n: string }).n === 'rolled back')).toBe(false);
   });
 
-  it('prunes old events but keeps those with undelivered deliveries', async () => {
+  it('prunes old events but keeps those with undelivered deliveries; a pause holds events only for the retention', async () => {
     consumer.behave('/never', () => ({ status: 500 }));
     const hook = await createHook('/never', ['message']);
-    await api.request('PUT', `/webhooks/${hook.id}`, { token: alice.token, body: { active: false } });
-    // A pending row of a paused webhook: created active, then paused before it could be sent.
-    await api.request('PUT', `/webhooks/${hook.id}`, { token: alice.token, body: { active: true } });
+    // A row claimed at insert or pending (undelivered either way) whose webhook is paused right after.
     api.store.tx(() => {
-      emit('message', { body: 'keep me' });
+      emit('message', { body: 'held' });
       api.store.webhooks.update(hook.id, { active: false });
     });
-    const kept = api.store.deliveries.logs(hook.id, 1)[0]!;
-    // Claimed at insert (`delivering`) or not yet claimed (`pending`): undelivered either way.
-    expect(['pending', 'delivering']).toContain(kept.status);
+    const held = api.store.deliveries.logs(hook.id, 1)[0]!;
+    expect(['pending', 'delivering']).toContain(held.status);
     const retention = startRetention({ store: api.store, logger: api.app.log, days: 7 });
     retention.stop();
+    // Within the retention nothing undelivered is dropped.
+    expect(retention.pruneNow(Date.now() + 6 * 86_400_000).events).toBe(0);
+    expect(api.store.events.after(alice.id, held.eventSeq - 1, 1)[0]?.seq).toBe(held.eventSeq);
+    // Past it, the held delivery fails (HELD_TOO_LONG) and, finished and old, is pruned with its event and the rest.
+    await waitFor('released', () => (['pending', 'failed'].includes(api.store.deliveries.get(held.id)!.status) ? true : undefined));
     const result = retention.pruneNow(Date.now() + 8 * 86_400_000);
     expect(result.events).toBeGreaterThan(0);
-    const left = api.store.events.after(alice.id, 0, 10_000);
-    expect(left.map((e) => e.seq)).toEqual([kept.eventSeq]);
-    expect(emit('message', { body: 'next' }).seq).toBe(kept.eventSeq + 1); // seq continues, never reused
+    expect(api.store.deliveries.get(held.id)).toBeUndefined();
+    expect(api.store.events.after(alice.id, 0, 10_000)).toEqual([]);
+    expect(emit('message', { body: 'next' }).seq).toBe(held.eventSeq + 1); // seq continues, never reused
   });
 });

@@ -7,7 +7,20 @@ import { proto, type WAMessage } from '@whiskeysockets/baileys';
 import { describe, expect, it } from 'vitest';
 import { classify, mediaFileName, mediaFileNameOf, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
 import { isSafeMediaName, MediaStore, sniffMimetype } from '../../service/engine/media-store.ts';
-import { buildVcard } from '../../service/engine/outgoing.ts';
+import { buildVcard, loadMedia } from '../../service/engine/outgoing.ts';
+
+/** An ISO BMFF file start: an `ftyp` box with `brand` as major and compatible brand. */
+function ftyp(brand: string): Buffer {
+  const b = Buffer.alloc(32);
+  b.writeUInt32BE(24, 0);
+  b.write('ftyp', 4, 'latin1');
+  b.write(brand, 8, 'latin1');
+  b.write(brand, 16, 'latin1');
+  return b;
+}
+
+/** The first Ogg page of an Opus stream (its `OpusHead` packet). */
+const ogg = () => Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(64)]);
 import { parseRange } from '../../service/http/routes/media.ts';
 
 const OWN = '15550100@s.whatsapp.net';
@@ -191,24 +204,44 @@ describe('message model: media and the media store rules', () => {
     expect(store.dir('../etc')).toBe('/data/media/___etc');
   });
 
-  it('sniffs common types from magic bytes', () => {
-    const cases: Array<[number[] | string, string | undefined]> = [
-      [[0xff, 0xd8, 0xff, 0xe0], 'image/jpeg'],
-      [[0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'image/png'],
+  it('sniffs types from the bytes with file-type (HEIC, AVIF and QuickTime too)', async () => {
+    const cases: Array<[number[] | string | Buffer, string | undefined]> = [
+      [[0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0], 'image/jpeg'],
+      [[0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52], 'image/png'],
       ['GIF89a', 'image/gif'],
       ['RIFF\0\0\0\0WEBPVP8 ', 'image/webp'],
-      ['%PDF-1.7', 'application/pdf'],
-      ['OggS\0', 'audio/ogg'],
-      ['ID3\x03', 'audio/mpeg'],
-      ['\0\0\0\x18ftypisom', 'video/mp4'],
-      ['\0\0\0\x18ftypM4A ', 'audio/mp4'],
-      ['\0\0\0\x18ftyp3gp4', 'video/3gpp'],
-      ['hello world', undefined],
+      ['%PDF-1.7\n', 'application/pdf'],
+      [ogg(), 'audio/ogg'],
+      [ftyp('isom'), 'video/mp4'],
+      [ftyp('M4A '), 'audio/mp4'],
+      [ftyp('3gp4'), 'video/3gpp'],
+      [ftyp('heic'), 'image/heic'],
+      [ftyp('avif'), 'image/avif'],
+      [ftyp('qt  '), 'video/quicktime'],
+      ['hello world hello world', undefined],
     ];
     for (const [input, expected] of cases) {
-      const bytes = typeof input === 'string' ? Buffer.from(input, 'latin1') : Buffer.from(input);
-      expect(sniffMimetype(bytes), String(input)).toBe(expected);
+      const bytes = Buffer.isBuffer(input) ? input : typeof input === 'string' ? Buffer.from(input, 'latin1') : Buffer.from(input);
+      expect(await sniffMimetype(bytes), String(input)).toBe(expected);
     }
+  });
+
+  it.each([
+    ['image', ftyp('heic'), undefined, /^the image data is image\/heic; accepted: image\/jpeg, image\/png, image\/webp$/],
+    ['image', ftyp('avif'), 'image/png', /^the image data is image\/avif; accepted/],
+    ['image', Buffer.from('random bytes named fake.png, no image at all'), 'image/png', /^could not recognise the image format/],
+    ['video', ftyp('qt  '), 'video/mp4', /^the video data is video\/quicktime; accepted: video\/mp4, video\/3gpp$/],
+    ['audio', Buffer.concat([Buffer.from('OggS'), Buffer.alloc(64, 5)]), 'audio/ogg', /^the audio data is application\/ogg; accepted/],
+    ['audio', Buffer.from('%PDF-1.7\n'), undefined, /^the audio data is application\/pdf; accepted/],
+  ] as const)('refuses a %s send whose bytes are not a supported file of that kind (declared %#)', async (kind, bytes, mimetype, message) => {
+    const input = { type: kind, chatId: '15550101', base64: bytes.toString('base64'), ...(mimetype && { mimetype }) };
+    await expect(loadMedia(input)).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(message) });
+  });
+
+  it('accepts what the bytes say for images, videos and audio', async () => {
+    expect((await loadMedia({ type: 'video', chatId: '15550101', base64: ftyp('isom').toString('base64') })).mimetype).toBe('video/mp4');
+    expect((await loadMedia({ type: 'audio', chatId: '15550101', base64: ftyp('M4A ').toString('base64') })).mimetype).toBe('audio/mp4');
+    expect((await loadMedia({ type: 'audio', chatId: '15550101', base64: ogg().toString('base64'), ptt: true })).mimetype).toBe('audio/ogg; codecs=opus');
   });
 
   it('builds a vCard with the WhatsApp id and parses byte ranges', () => {

@@ -1272,11 +1272,12 @@ export interface paths {
                         "application/json": {
                             id: string;
                             isGroup: boolean;
+                            /** @description The newest stored message; with none stored: body "", the last activity the phone reported (else 0), fromMe false */
                             lastMessage: {
                                 body: string;
                                 fromMe: boolean;
                                 timestamp: number;
-                            } | null;
+                            };
                             name: string;
                             unread: number;
                         }[];
@@ -1379,6 +1380,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
+                    /** @description A JID (@s.whatsapp.net, @c.us, @lid, @g.us) or a phone number in international format */
                     chatId: string;
                     id: string;
                 };
@@ -2083,6 +2085,7 @@ export interface paths {
         get: {
             parameters: {
                 query: {
+                    /** @description A JID (@s.whatsapp.net, @c.us, @lid, @g.us) or a phone number in international format */
                     chatId: string;
                 };
                 header?: never;
@@ -2212,6 +2215,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description A JID or a phone number in international format */
                         chatId: string;
                         text: string;
                     };
@@ -2340,6 +2344,7 @@ export interface paths {
         get: {
             parameters: {
                 query: {
+                    /** @description A JID (@s.whatsapp.net, @c.us, @lid, @g.us) or a phone number in international format */
                     chatId: string;
                 };
                 header?: never;
@@ -2574,6 +2579,8 @@ export interface paths {
                         /** @description One emoji; "" removes your reaction */
                         emoji: string;
                         messageId: string;
+                        /** @description Accepted like on every send; a reaction shows no typing indicator or delay either way */
+                        skipPresence?: boolean;
                     };
                 };
             };
@@ -5201,8 +5208,8 @@ export interface paths {
                                 session: string;
                             };
                             replayOf: string | null;
-                            /** @description pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused) */
-                            status: "pending" | "delivered" | "failed" | "skipped";
+                            /** @description pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, failed (gave up, or held longer than the event retention), skipped (paused webhook, before held deliveries existed) */
+                            status: "pending" | "paused" | "delivered" | "failed" | "skipped";
                             /** @description The webhook-id header: same on every retry and replay of the event */
                             webhookMessageId: string;
                         };
@@ -5232,8 +5239,8 @@ export interface paths {
                                 session: string;
                             };
                             replayOf: string | null;
-                            /** @description pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused) */
-                            status: "pending" | "delivered" | "failed" | "skipped";
+                            /** @description pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, failed (gave up, or held longer than the event retention), skipped (paused webhook, before held deliveries existed) */
+                            status: "pending" | "paused" | "delivered" | "failed" | "skipped";
                             /** @description The webhook-id header: same on every retry and replay of the event */
                             webhookMessageId: string;
                         };
@@ -5360,8 +5367,8 @@ export interface paths {
                                 session: string;
                             };
                             replayOf: string | null;
-                            /** @description pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused) */
-                            status: "pending" | "delivered" | "failed" | "skipped";
+                            /** @description pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, failed (gave up, or held longer than the event retention), skipped (paused webhook, before held deliveries existed) */
+                            status: "pending" | "paused" | "delivered" | "failed" | "skipped";
                             /** @description The webhook-id header: same on every retry and replay of the event */
                             webhookMessageId: string;
                         }[];
@@ -5493,8 +5500,8 @@ export interface paths {
                                     session: string;
                                 };
                                 replayOf: string | null;
-                                /** @description pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused) */
-                                status: "pending" | "delivered" | "failed" | "skipped";
+                                /** @description pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, failed (gave up, or held longer than the event retention), skipped (paused webhook, before held deliveries existed) */
+                                status: "pending" | "paused" | "delivered" | "failed" | "skipped";
                                 /** @description The webhook-id header: same on every retry and replay of the event */
                                 webhookMessageId: string;
                             };

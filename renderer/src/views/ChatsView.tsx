@@ -104,7 +104,7 @@ export function ChatsView() {
                       {c.name}
                     </Text>
                     <Text size="xs" c="dimmed" style={{ flexShrink: 0 }}>
-                      {c.lastMessage ? formatTime(c.lastMessage.timestamp) : ''}
+                      {c.lastMessage?.timestamp ? formatTime(c.lastMessage.timestamp) : ''}
                     </Text>
                   </Group>
                   <Group justify="space-between" wrap="nowrap" gap="xs">

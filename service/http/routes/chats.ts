@@ -2,14 +2,20 @@
 import { Type } from '@sinclair/typebox';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Limit, Nullable, Offset } from '../schemas.ts';
+import { Limit, Offset } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const ChatSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   isGroup: Type.Boolean(),
-  lastMessage: Nullable(Type.Object({ body: Type.String(), timestamp: Type.Integer(), fromMe: Type.Boolean() })),
+  lastMessage: Type.Object(
+    { body: Type.String(), timestamp: Type.Integer(), fromMe: Type.Boolean() },
+    {
+      description:
+        'The newest stored message; with none stored: body "", the last activity the phone reported (else 0), fromMe false',
+    },
+  ),
   unread: Type.Integer(),
 });
 

@@ -11,6 +11,7 @@ import rangeParser from 'range-parser';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MediaFileInfo } from '../../engine/types.ts';
 import { notFound } from '../../errors.ts';
+import { canonicalChatId } from '../../engine/chat-id.ts';
 import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { errorBody } from '../plugins/errors.ts';
@@ -18,7 +19,9 @@ import type { ApiPlugin } from '../type-provider.ts';
 
 const FileParams = Type.Object({ id: Type.String(), filename: Type.String() });
 const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
-const MessageQuery = Type.Object({ chatId: Type.String({ minLength: 1 }) });
+const MessageQuery = Type.Object({
+  chatId: Type.String({ minLength: 1, description: 'A JID (@s.whatsapp.net, @c.us, @lid, @g.us) or a phone number in international format' }),
+});
 
 /**
  * The byte range a `Range` header asks for (RFC 9110 §14, parsed by `range-parser`): undefined for none or for
@@ -67,8 +70,9 @@ export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
     { schema: { params: MessageParams, querystring: MessageQuery } },
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
+      const chatId = canonicalChatId(store, c.id, request.query.chatId);
       const message = store.messages.get(c.id, request.params.messageId);
-      if (!message || message.chatId !== request.query.chatId) throw notFound('Message not found');
+      if (!message || message.chatId !== chatId) throw notFound('Message not found');
       return sendFile(request, reply, await engine.messageMedia(c.id, message.id));
     },
   );

@@ -5,12 +5,14 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor } from '../../db/messages.ts';
 import { badRequest, notFound } from '../../errors.ts';
+import { canonicalChatId } from '../../engine/chat-id.ts';
 import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Limit, MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
-const ChatParams = Type.Object({ id: Type.String(), chatId: Type.String() });
+const ChatIdDescription = 'A JID (@s.whatsapp.net, @c.us, @lid, @g.us) or a phone number in international format';
+const ChatParams = Type.Object({ id: Type.String(), chatId: Type.String({ description: ChatIdDescription }) });
 const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 
 const PageQuery = Type.Object({
@@ -33,7 +35,7 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
       const { limit, before } = request.query;
       const cursor = before === undefined ? undefined : decodeCursor(before);
       if (before !== undefined && !cursor) throw badRequest('querystring/before is not a valid cursor');
-      return store.messages.page(c.id, request.params.chatId, limit, cursor);
+      return store.messages.page(c.id, canonicalChatId(store, c.id, request.params.chatId), limit, cursor);
     },
   );
 
@@ -42,14 +44,15 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     {
       schema: {
         params: MessageParams,
-        querystring: Type.Object({ chatId: Type.String() }),
+        querystring: Type.Object({ chatId: Type.String({ description: ChatIdDescription }) }),
         response: { 200: MessageSchema },
       },
     },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
+      const chatId = canonicalChatId(store, c.id, request.query.chatId);
       const message = store.messages.get(c.id, request.params.messageId);
-      if (!message || message.chatId !== request.query.chatId) throw notFound('Message not found');
+      if (!message || message.chatId !== chatId) throw notFound('Message not found');
       return message;
     },
   );

@@ -51,10 +51,13 @@ const ContactBody = strict({
 });
 const ReactBody = strict({
   chatId: common.chatId,
+  skipPresence: Type.Optional(
+    Type.Boolean({ description: 'Accepted like on every send; a reaction shows no typing indicator or delay either way' }),
+  ),
   messageId: Type.String({ minLength: 1 }),
   emoji: Type.String({ maxLength: 32, description: 'One emoji; "" removes your reaction' }),
 });
-const EditBody = strict({ chatId: Type.String({ minLength: 1 }), text: Type.String({ minLength: 1, maxLength: 65536 }) });
+const EditBody = strict({ chatId: common.chatId, text: Type.String({ minLength: 1, maxLength: 65536 }) });
 const EditParams = Type.Object({ id: Type.String(), messageId: Type.String() });
 
 /** Body limit of a media route: the file as base64 plus room for the other fields. */
@@ -113,7 +116,8 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
     if (emoji !== '' && ([...segmenter.segment(emoji)].length !== 1 || !/\p{Extended_Pictographic}|\p{Regional_Indicator}/u.test(emoji))) {
       throw badRequest('body/emoji must be a single emoji, or "" to remove your reaction');
     }
-    return reply.code(201).send(await engine.react(c.id, request.body));
+    const { chatId, messageId } = request.body;
+    return reply.code(201).send(await engine.react(c.id, { chatId, messageId, emoji }));
   });
 
   api.put(

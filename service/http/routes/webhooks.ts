@@ -47,8 +47,10 @@ export const DeliveryLogSchema = Type.Object({
   id: Type.String(),
   eventType: Type.String(),
   payload: Type.Object({ event: Type.String(), session: Type.String(), payload: Type.Record(Type.String(), Type.Unknown()) }),
-  status: Type.Union(['pending', 'delivered', 'failed', 'skipped'].map((s) => Type.Literal(s)), {
-    description: 'pending (queued or being retried), delivered, failed (gave up), skipped (webhook was paused)',
+  status: Type.Union(['pending', 'paused', 'delivered', 'failed', 'skipped'].map((s) => Type.Literal(s)), {
+    description:
+      'pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, ' +
+      'failed (gave up, or held longer than the event retention), skipped (paused webhook, before held deliveries existed)',
   }),
   attempts: Type.Integer(),
   deliveredAt: Nullable(Type.String()),
@@ -62,7 +64,10 @@ export const DeliveryLogSchema = Type.Object({
 });
 type DeliveryLog = Static<typeof DeliveryLogSchema>;
 
-const EventType = Type.String({ pattern: '^(\\*|[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*)$', maxLength: 64 });
+const EventType = Type.String({
+  maxLength: 64,
+  description: `One of ${WEBHOOK_EVENT_TYPES.join(', ')}, or * for all (including types added later)`,
+});
 const Events = Type.Array(EventType, { minItems: 1, maxItems: 32, uniqueItems: true });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const CreateBody = Type.Object(
@@ -91,12 +96,14 @@ export function toWebhook(w: WebhookRow): Webhook {
   };
 }
 
-export function toDeliveryLog(d: DeliveryRow): DeliveryLog {
+/** A delivery as the log shows it; `webhookActive` false shows the rows it holds as `paused`. */
+export function toDeliveryLog(d: DeliveryRow, webhookActive = true): DeliveryLog {
+  const open = d.status === 'delivering' || d.status === 'pending';
   return {
     id: d.id,
     eventType: d.eventType,
     payload: JSON.parse(d.body) as DeliveryLog['payload'],
-    status: d.status === 'delivering' ? 'pending' : d.status,
+    status: open ? (webhookActive || d.status === 'delivering' ? 'pending' : 'paused') : d.status,
     attempts: d.attempts,
     deliveredAt: d.deliveredAt,
     createdAt: d.createdAt,
@@ -107,6 +114,20 @@ export function toDeliveryLog(d: DeliveryRow): DeliveryLog {
     nextAttemptAt: d.status === 'pending' ? new Date(d.nextAttemptAt).toISOString() : null,
     replayOf: d.replayOf,
   };
+}
+
+/**
+ * Checks subscribed event types against the documented list (WEBHOOK_EVENT_TYPES, or `*`).
+ * @throws ServiceError 400 `body/events/<i>: unknown event type "<type>" (…)` naming the first unknown one.
+ */
+function checkEvents(events: readonly string[] | undefined): void {
+  if (!events) return;
+  const known: readonly string[] = WEBHOOK_EVENT_TYPES;
+  events.forEach((e, i) => {
+    if (e !== '*' && !known.includes(e)) {
+      throw badRequest(`body/events/${i}: unknown event type ${JSON.stringify(e)} (known: ${known.join(', ')}; * for all)`);
+    }
+  });
 }
 
 /** The caller's webhook. @throws 404 `Webhook not found`, 403 for another user's. */
@@ -144,6 +165,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     { schema: { params: ConnectionParams, body: CreateBody, response: { 201: WebhookSchema } } },
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
+      checkEvents(request.body.events);
       const url = await checkUrl(request.body.url);
       const row = store.webhooks.insert({
         id: randomUUID(),
@@ -164,6 +186,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     async (request) => {
       const w = ownedWebhook(store, request.user, request.params.id);
       const { url, events, active } = request.body;
+      checkEvents(events);
       const checked = url === undefined ? undefined : await checkUrl(url);
       const row = store.webhooks.update(w.id, {
         ...(checked !== undefined && { url: checked }),
@@ -188,7 +211,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     { schema: { params: WebhookParams, response: { 200: Type.Array(DeliveryLogSchema) } } },
     async (request) => {
       const w = ownedWebhook(store, request.user, request.params.id);
-      return store.deliveries.logs(w.id, 100).map(toDeliveryLog);
+      return store.deliveries.logs(w.id, 100).map((d) => toDeliveryLog(d, w.active));
     },
   );
 
@@ -203,7 +226,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     );
     const delivery = store.deliveries.logs(w.id, 5).find((d) => d.eventSeq === logged.seq);
     if (!delivery) throw new Error('test delivery was not recorded');
-    return { success: true as const, delivery: toDeliveryLog(delivery) };
+    return { success: true as const, delivery: toDeliveryLog(delivery, w.active) };
   });
 
   api.post(
