@@ -11,6 +11,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
+import { lockDataDir } from './config/data-dir-lock.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
@@ -56,7 +57,8 @@ export function httpOrigin(host: string, port: number): string {
 
 /**
  * Starts the service described by `config`.
- * @throws DatabaseOpenError when the database cannot be used (the file is left untouched);
+ * @throws StartupError when the data dir is unusable or another process holds its lock (config/data-dir-lock.ts);
+ *   DatabaseOpenError when the database cannot be used (the file is left untouched);
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
@@ -82,6 +84,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
+    // One process per data dir, and a clear line when the dir cannot be used (before anything is opened in it).
+    const lock = lockDataDir(config.dataDir);
+    cleanups.push({ step: 'data dir lock', cleanup: () => lock.release() });
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
     });
