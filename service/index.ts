@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { dataPaths } from './config/data-dir.ts';
 import { lockDataDir } from './config/data-dir-lock.ts';
+import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import type { ServiceConfig } from './config/service-config.ts';
@@ -62,7 +63,10 @@ export function httpOrigin(host: string, port: number): string {
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
-  const logger = opts.logger ?? createLogger(config.logLevel);
+  const logger = opts.logger ?? createLogger(config.logLevel, config.logFormat);
+  // libsignal prints session records (private keys) through console: drop them, log the message at debug.
+  installConsoleFilter();
+  setConsoleFilterLogger(logger);
   const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
   const cleanups: Array<{ step: string; cleanup: () => Promise<unknown> | void }> = [];
   const closeStarted = async () => {

@@ -4,6 +4,7 @@
  * `token` and `--help` start without loading the engine (Baileys) or the sandbox.
  */
 import { SandboxDiscoveryError } from '../config/remote-sandbox.ts';
+import { installConsoleFilter } from '../config/console-filter.ts';
 import { StartupError } from '../config/data-dir-lock.ts';
 import { ConfigError } from '../config/service-config.ts';
 import { VERSION } from '../config/version.ts';
@@ -23,6 +24,7 @@ Run 'switchboard <command> --help' for a command's options. 'switchboard --versi
 
 /** Runs the CLI with `argv` (without node and script) and resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  installConsoleFilter(); // before libsignal loads: its console output carries key material
   const [command, ...rest] = argv;
   try {
     switch (command) {

@@ -24,6 +24,8 @@ Options:
   --wa-root-key KEY        Noise root public key of the server at --wa-url (32 bytes, base64 or hex;
                            env SWITCHBOARD_WA_ROOT_KEY); in sandbox mode it is read from the sandbox when omitted
   --log-level LEVEL        fatal, error, warn, info, debug, trace or silent (default info; env SWITCHBOARD_LOG_LEVEL)
+  --log-format FORMAT      pretty (readable lines), json (one object per line) or auto: pretty when stderr is a
+                           terminal, else json (default auto; env SWITCHBOARD_LOG_FORMAT)
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
@@ -74,6 +76,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'wa-url': { type: 'string' },
     'wa-root-key': { type: 'string' },
     'log-level': { type: 'string' },
+    'log-format': { type: 'string' },
     'worker-id': { type: 'string' },
     'typing-delay-ms': { type: 'string' },
     'billing-provider': { type: 'string' },
@@ -110,6 +113,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     waUrl: values['wa-url'],
     waRootKey: values['wa-root-key'],
     logLevel: values['log-level'],
+    logFormat: values['log-format'],
     workerId: values['worker-id'],
     typingDelayMs: values['typing-delay-ms'],
     billingProvider: values['billing-provider'],
@@ -133,7 +137,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     allowedHosts: values['allowed-hosts'],
     allowedOrigins: values['allowed-origins'],
   });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up
   const service = await startService(config, { logger });
   process.stdout.write(`API: ${service.apiUrl}\n`);
