@@ -3,6 +3,7 @@
  * sandbox mode, `Sandbox: <url>` (one line each; other programs parse them); logs go to stderr.
  */
 import { createLogger } from '../config/logger.ts';
+import { ensureConsoleBuilt } from './console-build.ts';
 import { resolveServiceConfig } from '../config/service-config.ts';
 import { startService } from '../index.ts';
 import { parseCommandLine } from './args.ts';
@@ -138,6 +139,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     allowedOrigins: values['allowed-origins'],
   });
   const logger = createLogger(config.logLevel, config.logFormat);
+  await ensureConsoleBuilt(); // a checkout's first run: the console at / works without a separate build step
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up
   const service = await startService(config, { logger });
   process.stdout.write(`API: ${service.apiUrl}\n`);
