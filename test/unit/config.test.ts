@@ -43,6 +43,7 @@ describe('resolveServiceConfig', () => {
       sandbox: false,
       sandboxPort: 0,
       logLevel: 'info',
+      logFormat: 'auto',
       workerId: 'local',
       typingDelayMs: { min: 800, max: 2500 },
     });
