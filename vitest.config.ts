@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     // Builds the operator console when it is missing or stale (the console e2e serves it).
     globalSetup: ['test/console/build-console.setup.ts'],
+    // libsignal prints session records (private keys) through console; in-process tests drop them as the service does.
+    setupFiles: ['test/helpers/console-filter.setup.ts'],
     // The `switchboard` processes tests spawn run the sources (what was just edited, as in CI), even when a built
     // dist/ is current; SWITCHBOARD_FROM_SOURCE=0 npm test runs them compiled.
     env: { SWITCHBOARD_FROM_SOURCE: process.env.SWITCHBOARD_FROM_SOURCE ?? '1' },

@@ -14,6 +14,8 @@ import type { Logger } from 'pino';
 import { issueToken } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
 import { repairPrivateModes } from './config/private-dir.ts';
+import { lockDataDir } from './config/data-dir-lock.ts';
+import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
@@ -69,13 +71,17 @@ export function httpOrigin(host: string, port: number): string {
 
 /**
  * Starts the service described by `config`.
- * @throws DatabaseOpenError when the database cannot be used (the file is left untouched);
+ * @throws StartupError when the data dir is unusable or another process holds its lock (config/data-dir-lock.ts);
+ *   DatabaseOpenError when the database cannot be used (the file is left untouched);
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
   // Baileys' trust anchor is process-wide: only a sandbox may replace it (live mode is sealed, DESIGN.md).
   if (config.waRootPublicKey && !config.sandbox) throw new ConfigError('a WhatsApp root key can only be set in sandbox mode');
-  const logger = opts.logger ?? createLogger(config.logLevel);
+  const logger = opts.logger ?? createLogger(config.logLevel, config.logFormat);
+  // libsignal prints session records (private keys) through console: drop them, log the message at debug.
+  installConsoleFilter();
+  setConsoleFilterLogger(logger);
   const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
   const cleanups: Array<{ step: string; cleanup: () => Promise<unknown> | void }> = [];
   const closeStarted = async () => {
@@ -97,9 +103,11 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   };
 
   try {
+    // One process per data dir, and a clear line when the dir cannot be used (before anything is opened in it).
+    const lock = lockDataDir(config.dataDir);
+    cleanups.push({ step: 'data dir lock', cleanup: () => lock.release() });
     // Refuse to start on a (nearly) full disk, before anything is written (--min-free-mb).
     const minFreeMb = config.minFreeMb ?? DEFAULT_MIN_FREE_MB;
-    fs.mkdirSync(config.dataDir, { recursive: true });
     assertFreeSpace(config.dataDir, minFreeMb);
     const disk = new DiskSpaceMonitor(config.dataDir, minFreeMb, logger.child({ component: 'storage' })).start();
     cleanups.push({ step: 'disk monitor', cleanup: () => disk.stop() });

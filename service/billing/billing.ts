@@ -115,9 +115,10 @@ export function createBillingProvider(opts: BillingOptions): BillingProvider {
     urls: () => {
       const origin = opts.consoleOrigin();
       return {
-        success: s.successUrl ?? `${origin}/billing?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
-        cancel: s.cancelUrl ?? `${origin}/billing?checkout=cancel`,
-        portalReturn: s.returnUrl ?? `${origin}/billing`,
+        // The console routes by the URL hash (renderer/src/stores/nav.ts): `/` serves it, `#/billing` opens the view.
+        success: s.successUrl ?? `${origin}/?checkout=success&session_id={CHECKOUT_SESSION_ID}#/billing`,
+        cancel: s.cancelUrl ?? `${origin}/?checkout=cancel#/billing`,
+        portalReturn: s.returnUrl ?? `${origin}/#/billing`,
       };
     },
   });

@@ -5,6 +5,8 @@
  */
 import { SandboxDiscoveryError } from '../config/remote-sandbox.ts';
 import { DiskSpaceError } from '../config/disk-space.ts';
+import { installConsoleFilter } from '../config/console-filter.ts';
+import { StartupError } from '../config/data-dir-lock.ts';
 import { ConfigError } from '../config/service-config.ts';
 import { VERSION } from '../config/version.ts';
 import { DatabaseOpenError } from '../db/database.ts';
@@ -23,6 +25,7 @@ Run 'switchboard <command> --help' for a command's options. 'switchboard --versi
 
 /** Runs the CLI with `argv` (without node and script) and resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  installConsoleFilter(); // before libsignal loads: its console output carries key material
   const [command, ...rest] = argv;
   try {
     switch (command) {
@@ -61,13 +64,33 @@ function report(err: unknown): number {
     process.stderr.write(`switchboard: ${err.message}\nRun '${help}' for usage.\n`);
     return 2;
   }
-  if (err instanceof DatabaseOpenError || err instanceof CommandError || err instanceof SandboxDiscoveryError || err instanceof DiskSpaceError) {
+  if (
+    err instanceof DatabaseOpenError ||
+    err instanceof CommandError ||
+    err instanceof SandboxDiscoveryError ||
+    err instanceof StartupError ||
+    err instanceof DiskSpaceError
+  ) {
     process.stderr.write(`switchboard: ${err.message}\n`);
     return 1;
   }
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-    process.stderr.write(`switchboard: cannot listen: ${(err as Error).message}\n`);
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e.syscall === 'listen' || e.syscall === 'bind') {
+    const where = e.address ? ` on ${e.address.includes(':') ? `[${e.address}]` : e.address}:${e.port}` : '';
+    const hint =
+      e.code === 'EADDRINUSE'
+        ? 'the port is in use (another program, or Switchboard already running); pick another with --port PORT (0 = any free port)'
+        : e.code === 'EACCES'
+          ? 'permission denied (ports below 1024 need privileges); pick another with --port PORT'
+          : e.code === 'EADDRNOTAVAIL'
+            ? 'no such address on this machine; check --host'
+            : e.message;
+    process.stderr.write(`switchboard: cannot listen${where}: ${hint}\n`);
+    return 1;
+  }
+  if (e instanceof Error && e.code && /^E[A-Z]+$/.test(e.code)) {
+    // A system error at start-up (file system, network): its message names the cause and the path.
+    process.stderr.write(`switchboard: ${e.message}\n`);
     return 1;
   }
   process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -3,6 +3,7 @@
  * sandbox mode, `Sandbox: <url>` (one line each; other programs parse them); logs go to stderr.
  */
 import { createLogger } from '../config/logger.ts';
+import { ensureConsoleBuilt } from './console-build.ts';
 import { resolveServiceConfig } from '../config/service-config.ts';
 import { startService } from '../index.ts';
 import { parseCommandLine } from './args.ts';
@@ -24,6 +25,8 @@ Options:
   --wa-root-key KEY        Sandbox mode only: Noise root public key of the server at --wa-url (32 bytes, base64 or hex;
                            env SWITCHBOARD_WA_ROOT_KEY); in sandbox mode it is read from the sandbox when omitted
   --log-level LEVEL        fatal, error, warn, info, debug, trace or silent (default info; env SWITCHBOARD_LOG_LEVEL)
+  --log-format FORMAT      pretty (readable lines), json (one object per line) or auto: pretty when stderr is a
+                           terminal, else json (default auto; env SWITCHBOARD_LOG_FORMAT)
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
@@ -81,6 +84,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'wa-url': { type: 'string' },
     'wa-root-key': { type: 'string' },
     'log-level': { type: 'string' },
+    'log-format': { type: 'string' },
     'worker-id': { type: 'string' },
     'typing-delay-ms': { type: 'string' },
     'billing-provider': { type: 'string' },
@@ -120,6 +124,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     waUrl: values['wa-url'],
     waRootKey: values['wa-root-key'],
     logLevel: values['log-level'],
+    logFormat: values['log-format'],
     workerId: values['worker-id'],
     typingDelayMs: values['typing-delay-ms'],
     billingProvider: values['billing-provider'],
@@ -146,7 +151,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     maxStreamsPerUser: values['max-streams-per-user'],
     maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
   });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
+  await ensureConsoleBuilt(); // a checkout's first run: the console at / works without a separate build step
   const stopRequested = waitForShutdownSignal(); // a signal during start-up stops the service once it is up
   const service = await startService(config, { logger });
   process.stdout.write(`API: ${service.apiUrl}\n`);

@@ -8,6 +8,9 @@ import { defaultDataDir, type PlatformInfo } from './data-dir.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** `pretty`: human-readable lines; `json`: one JSON object per line; `auto`: pretty when stderr is a terminal. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Settings of `switchboard serve` (and of an embedding host such as the desktop app). */
 export interface ServiceConfig {
@@ -24,6 +27,8 @@ export interface ServiceConfig {
   /** 32-byte Noise root key of the server at waUrl (an external sandbox); never used for WhatsApp itself. */
   waRootPublicKey?: Buffer;
   logLevel: LogLevel;
+  /** Log line format (default `auto`; config/logger.ts). */
+  logFormat?: LogFormat;
   /** Shown as Connection.workerId. */
   workerId: string;
   /** Human-like pause before sends without skipPresence, in milliseconds. */
@@ -98,6 +103,7 @@ export interface ConfigFlags {
   waUrl?: string;
   waRootKey?: string;
   logLevel?: string;
+  logFormat?: string;
   workerId?: string;
   typingDelayMs?: string;
   seed?: boolean;
@@ -166,6 +172,13 @@ function parseBool(s: Setting | undefined): boolean {
   if (/^(1|true|yes|on)$/i.test(s.value)) return true;
   if (/^(0|false|no|off)$/i.test(s.value)) return false;
   throw invalid(s, 'expected true or false');
+}
+
+function parseLogFormat(s: Setting | undefined): LogFormat {
+  if (!s) return 'auto';
+  const format = LOG_FORMATS.find((f) => f === s.value.toLowerCase());
+  if (!format) throw invalid(s, `expected one of ${LOG_FORMATS.join(', ')}`);
+  return format;
 }
 
 function parseLogLevel(s: Setting | undefined): LogLevel {
@@ -351,6 +364,7 @@ export function resolveServiceConfig(
     ...(waUrl && { waUrl }),
     ...(waRootPublicKey && { waRootPublicKey }),
     logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
+    logFormat: parseLogFormat(setting(flags.logFormat, 'log-format', env, 'SWITCHBOARD_LOG_FORMAT')),
     workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
     minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),

@@ -17,6 +17,7 @@
  * every outgoing frame for one event-loop turn (`commit-before-receipt.ts`), so the receipt leaves only after the
  * message is committed. Documented in the README.
  */
+import { baileysLogger } from './baileys-logger.ts';
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
@@ -268,10 +269,11 @@ export class Session {
     this.#socketOpen = false;
     this.#qrShown = false;
     this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
-    const baileysLogger = logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel });
+    // Baileys' 515 restart report is lowered from error to info (baileys-logger.ts).
+    const baileysLog = baileysLogger(logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel }));
     const sock = makeWASocket({
       auth: { creds: auth.creds, keys: auth.keys }, // auth.keys caches decoded keys itself (auth-state.ts)
-      logger: baileysLogger,
+      logger: baileysLog,
       ...(waUrl ? { waWebSocketUrl: waUrl } : {}),
       ...(this.deps.sandboxTrust && {
         fetchAgent: this.deps.sandboxTrust.fetchAgent,

@@ -10,6 +10,7 @@
  * All state lives in `<dataDir>/sandbox.db`; a restarted sandbox keeps accounts, linked devices, Signal
  * sessions, undelivered messages, media blobs and its CA.
  */
+import { installConsoleFilter } from '../config/console-filter.ts';
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pino, type Logger } from 'pino';
@@ -90,6 +91,7 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const host = opts.host ?? '127.0.0.1';
   const logger = (opts.logger ?? pino({ level: 'warn' })).child({ module: 'sandbox' });
+  installConsoleFilter(); // the simulated phones run libsignal, which prints session records through console
   const store = new Store(opts.dataDir);
   const identity = loadServerIdentity(store);
   const accounts = new Accounts(store);

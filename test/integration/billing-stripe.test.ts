@@ -142,8 +142,8 @@ describe('stripe billing provider', () => {
       customer: customer.id,
       client_reference_id: bea.id,
       line_items: [{ price: 'price_slot', quantity: '2' }],
-      success_url: `${origin}/billing?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
-      cancel_url: `${origin}/billing?checkout=cancel`,
+      success_url: `${origin}/?checkout=success&session_id={CHECKOUT_SESSION_ID}#/billing`,
+      cancel_url: `${origin}/?checkout=cancel#/billing`,
       metadata: { switchboardUserId: bea.id },
       subscription_data: { metadata: { switchboardUserId: bea.id } },
     });
@@ -183,7 +183,7 @@ describe('stripe billing provider', () => {
     expect(portal.status).toBe(200);
     expect(portal.body.url).toMatch(/^https:\/\/billing\.stripe\.com\//);
     const portalReq = fake.requests.find((r) => r.path === '/v1/billing_portal/sessions')!;
-    expect(portalReq.params).toEqual({ customer: customer.id, return_url: `${origin}/billing` });
+    expect(portalReq.params).toEqual({ customer: customer.id, return_url: `${origin}/#/billing` });
   });
 
   it('upgrade charges the prorated amount, downgrade credits it, the same quantity changes nothing', async () => {

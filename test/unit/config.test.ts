@@ -44,6 +44,7 @@ describe('resolveServiceConfig', () => {
       sandbox: false,
       sandboxPort: 0,
       logLevel: 'info',
+      logFormat: 'auto',
       workerId: 'local',
       typingDelayMs: { min: 800, max: 2500 },
       minFreeMb: 100,

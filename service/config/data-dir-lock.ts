@@ -1,0 +1,116 @@
+/**
+ * One service process per data dir. Before the database opens, `lockDataDir` checks that the dir is usable (a
+ * directory, writable) and takes an OS-level exclusive lock: SQLite's own file locking on `<dataDir>/switchboard.lock`
+ * (a small database held open in `locking_mode=EXCLUSIVE` with a write done, so the lock lasts until the handle
+ * closes or the process dies — the OS releases it even after SIGKILL). The holder's PID is written to
+ * `<dataDir>/switchboard.pid` so a second process can name it. One-shot CLI commands (`token`, `user`) do not lock:
+ * they run next to a serving process by design.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+/** A start-up problem reported as one line (`switchboard: <message>`), without a stack trace. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+/** Held lock; `release()` closes the lock file and removes the PID file (idempotent). */
+export interface DataDirLock {
+  release(): void;
+}
+
+const CAUSES: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOTDIR: 'a path component is a file, not a directory',
+  EEXIST: 'it is a file, not a directory', // mkdir -p on an existing non-directory
+  ENOSPC: 'no space left on the device',
+};
+
+/** The one-line cause of a file-system error (`permission denied`), or its message. */
+function cause(err: unknown): string {
+  const e = err as NodeJS.ErrnoException & { code?: string };
+  if (e.code && CAUSES[e.code]) return CAUSES[e.code]!;
+  if (e.code === 'SQLITE_READONLY' || e.code === 'SQLITE_CANTOPEN') return 'cannot write there (read-only or no permission)';
+  return e.message;
+}
+
+/**
+ * Checks `dataDir` (created when missing) and takes its exclusive lock.
+ * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
+ *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ */
+export function lockDataDir(dataDir: string): DataDirLock {
+  const dir = path.resolve(dataDir);
+  const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw unusable(cause(err));
+  }
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    throw unusable(cause(err));
+  }
+  if (!stat.isDirectory()) throw unusable('it is a file, not a directory');
+  try {
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+  } catch (err) {
+    throw unusable(cause(err));
+  }
+
+  const lockFile = path.join(dir, 'switchboard.lock');
+  const pidFile = path.join(dir, 'switchboard.pid');
+  let db: Database.Database;
+  try {
+    db = new Database(lockFile, { timeout: 0 });
+  } catch (err) {
+    throw unusable(cause(err));
+  }
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    // A write takes the EXCLUSIVE lock; in exclusive locking mode it is kept until the connection closes.
+    db.exec('CREATE TABLE IF NOT EXISTS holder (pid INTEGER); BEGIN EXCLUSIVE; DELETE FROM holder; COMMIT');
+  } catch (err) {
+    db.close();
+    const code = (err as { code?: string }).code ?? '';
+    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+      const pid = readPid(pidFile);
+      throw new StartupError(
+        `data dir ${dir} is in use by another Switchboard process${pid ? ` (PID ${pid})` : ''}; stop it or pass another --data-dir`,
+      );
+    }
+    throw unusable(cause(err));
+  }
+  try {
+    fs.writeFileSync(pidFile, `${process.pid}\n`);
+  } catch (err) {
+    db.close();
+    throw unusable(cause(err));
+  }
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      if (readPid(pidFile) === process.pid) fs.rmSync(pidFile, { force: true });
+      db.close();
+    },
+  };
+}
+
+function readPid(file: string): number | undefined {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(file, 'utf8').trim(), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
