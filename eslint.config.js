@@ -24,7 +24,7 @@ const LAYERS = {
   secrets: ['db', 'auth', 'webhooks', 'billing', 'engine', 'http', 'cli', 'sandbox'],
   engine: ['auth', 'webhooks', 'billing', 'http', 'cli', 'sandbox'],
   http: ['cli', 'sandbox'],
-  sandbox: ['config', 'events', 'auth', 'webhooks', 'billing', 'engine', 'http', 'cli', 'secrets'],
+  sandbox: ['events', 'auth', 'webhooks', 'billing', 'engine', 'http', 'cli', 'secrets'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([folder, forbidden]) => ({

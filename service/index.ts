@@ -8,7 +8,6 @@
  * `close()` drains the API first (no new requests, event streams closed with 1001, in-flight requests finish),
  * then closes the sessions, the sandbox and the database; a step that hangs is given up after 10 s (logged).
  */
-import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { issueToken } from './auth/api-tokens.ts';

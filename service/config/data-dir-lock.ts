@@ -49,7 +49,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   const dir = path.resolve(dataDir);
   const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 }); // private from the start (private-dir.ts)
   } catch (err) {
     throw unusable(cause(err));
   }
@@ -70,6 +70,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   const pidFile = path.join(dir, 'switchboard.pid');
   let db: Database.Database;
   try {
+    fs.closeSync(fs.openSync(lockFile, 'a', 0o600)); // SQLite gives its journal the same mode
     db = new Database(lockFile, { timeout: 0 });
   } catch (err) {
     throw unusable(cause(err));
@@ -90,7 +91,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     throw unusable(cause(err));
   }
   try {
-    fs.writeFileSync(pidFile, `${process.pid}\n`);
+    fs.writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
   } catch (err) {
     db.close();
     throw unusable(cause(err));
