@@ -200,4 +200,7 @@ export const migrations: readonly string[] = [
   CREATE INDEX messages_page ON messages(connection_id, chat_id, timestamp DESC, seq DESC);
   CREATE INDEX messages_seq ON messages(seq);
   `,
+  /* messages.mentions: JIDs a message mentions (contextInfo.mentionedJid), a JSON array; NULL = none (issue 12) */ `
+  ALTER TABLE messages ADD COLUMN mentions TEXT;
+  `,
 ];
