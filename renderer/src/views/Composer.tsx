@@ -37,6 +37,7 @@ function optimistic(id: string, chatId: string, text: string, quotedMessageId: s
     quotedMessageId,
     media: null,
     ack: local.state === 'pending' ? 0 : null,
+    mentions: [],
     editedAt: null,
     reactions: [],
     local,
