@@ -208,8 +208,10 @@ export function participantJidOf(input: string, index: number, meta?: GroupMetad
 function iqCode(err: unknown): number | undefined {
   const e = err as { data?: unknown; output?: { statusCode?: number } } | null;
   if (typeof e?.data === 'number' && e.data > 0) return e.data;
+  // Baileys' connection errors are Booms too (401 logged out, 408 timed out, 428 closed, 440 replaced): only the
+  // codes a w:g2 answer carries count.
   const status = e?.output?.statusCode;
-  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+  return status === 400 || status === 403 || status === 404 || status === 406 ? status : undefined;
 }
 
 /**

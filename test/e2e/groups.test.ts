@@ -253,6 +253,8 @@ describe('groups end to end through the sandbox', () => {
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body).toMatchObject({ subject: 'API Group 2', description: 'made by the API' });
     expect((await sandboxGroup(gid)).subject).toBe('API Group 2');
+    // WhatsApp tells the account's own devices too: the event names the account as the author
+    expect((await frameOf('group.update', (p) => p.groupId === gid && p.subject === 'API Group 2')).payload.by).toBe(PHONE_JID);
     await chatNamed(gid, 'API Group 2');
 
     const add = await s.api('POST', `/connections/${id}/groups/${enc(gid)}/participants`, { action: 'add', participants: [CAROL, ALICE] });

@@ -1747,7 +1747,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * GET /connections/:id/groups
+         * List the groups the account is in
          * @description The groups the account is in, by subject (asked from WhatsApp). `offset` counts groups.
          */
         get: {
@@ -1857,7 +1857,7 @@ export interface paths {
         };
         put?: never;
         /**
-         * POST /connections/:id/groups
+         * Create a group
          * @description Creates a group with the account as its creator (superadmin) and the participants as members.
          */
         post: {
@@ -1993,7 +1993,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * GET /connections/:id/groups/:groupId
+         * Get a group with its members
          * @description One group with its members and their admin roles (kept current from WhatsApp’s group notifications).
          */
         get: {
@@ -2116,7 +2116,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * PATCH /connections/:id/groups/:groupId
+         * Change a group’s subject or description
          * @description Renames the group and/or changes its description. 403 `Not a group admin` when the group only lets admins edit.
          */
         patch: {
@@ -2251,7 +2251,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * GET /connections/:id/groups/:groupId/invite-code
+         * A group’s invite code and link
          * @description The group’s current invite code and link (admins only: 403 `Not a group admin`).
          */
         get: {
@@ -2369,7 +2369,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST /connections/:id/groups/:groupId/leave
+         * Leave a group
          * @description The account leaves the group.
          */
         post: {
@@ -2485,7 +2485,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST /connections/:id/groups/:groupId/participants
+         * Add, remove, promote or demote group members
          * @description Adds, removes, promotes or demotes members (admins only: 403 `Not a group admin`); one result per participant.
          */
         post: {
