@@ -3,9 +3,12 @@
  * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
 import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
-import { IconArrowLeft } from '@tabler/icons-react';
-import { Fragment, useEffect, useLayoutEffect, useRef } from 'react';
+import { IconArrowLeft, IconUsers } from '@tabler/icons-react';
+import { Fragment, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
+import { useAsync } from '../hooks.ts';
+import type { GroupInfo } from '../api/types.ts';
+import { GroupInfoPanel } from './GroupInfo.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
 import { Composer } from './Composer.tsx';
@@ -161,6 +164,13 @@ export function Thread({
   const openChat = useThread((s) => s.openChat);
   const close = useThread((s) => s.close);
   const remoteTyping = useThread((s) => s.typing);
+  const isGroup = chatId.endsWith('@g.us');
+  const [infoOpen, setInfoOpen] = useState(false);
+  // Group members: the info panel and the composer's @ mentions (needs the connection online).
+  const group = useAsync<GroupInfo | undefined>(
+    () => (isGroup && online ? client.group(connectionId, chatId) : Promise.resolve(undefined)),
+    [client, connectionId, chatId, isGroup, online, infoOpen],
+  );
 
   useEffect(() => {
     void openChat(client, connectionId, chatId);
@@ -185,6 +195,11 @@ export function Thread({
           </Text>
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
+        {isGroup && (
+          <ActionIcon variant="subtle" onClick={() => setInfoOpen(true)} aria-label="Group info" data-testid="group-info-open" disabled={!online}>
+            <IconUsers size={18} />
+          </ActionIcon>
+        )}
         {!online && (
           <Badge color="orange" variant="light">
             Offline: read only
@@ -192,7 +207,8 @@ export function Thread({
         )}
       </Group>
       <MessageList connectionId={connectionId} />
-      <Composer connectionId={connectionId} chatId={chatId} disabled={!online} />
+      <Composer connectionId={connectionId} chatId={chatId} disabled={!online} participants={group.data?.participants} />
+      {isGroup && <GroupInfoPanel opened={infoOpen} onClose={() => setInfoOpen(false)} group={group} />}
     </>
   );
 }
