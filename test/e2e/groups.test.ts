@@ -184,6 +184,16 @@ describe('groups end to end through the sandbox', () => {
     await groupSend(team, { from: ALICE, revoke: { messageId: oops } });
     await waitFor('Alice’s revoke stored', async () => ((await stored(team, oops)).type === 'revoked' ? true : undefined));
 
+    // read receipts and typing work on a group chat
+    expect((await s.api('POST', `/connections/${id}/typing`, { chatId: team })).status).toBe(200);
+    expect((await s.api('POST', `/connections/${id}/mark-read`, { chatId: team })).status).toBe(200);
+    const chats = (await s.api('GET', `/connections/${id}/chats?limit=500`)).body as Json[];
+    expect(chats.find((c) => c.id === team).unread).toBe(0);
+    await waitFor('our read receipt at Alice', async () => {
+      const receipts = (await s.sandbox('GET', `/accounts/${enc(ALICE)}/receipts`)).body as Json[];
+      return receipts.some((r) => r.type === 'read' && r.messageIds.includes(reply)) ? true : undefined;
+    });
+
     // the account's own phone writes and revokes: fromMe on the service side
     const own = await groupSend(team, { from: PHONE, text: 'from my phone' });
     expect(await stored(team, own, true)).toMatchObject({ fromMe: true, senderJid: PHONE_JID });
