@@ -169,6 +169,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       serverAck.cancel();
       throw conflict('Message could not be sent');
     }
+    serverAck.sent();
     let recorded: T;
     try {
       recorded = record(sent);

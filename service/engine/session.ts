@@ -911,11 +911,14 @@ export class Session {
    * acknowledges each message stanza once it has taken it (brief §B6: an `error` attribute means it refused it; rc14
    * turns only that into a status update, there is no SERVER_ACK from acks). Settles with 'accepted', `{ error }`,
    * 'closed' (the socket closed first) or 'timeout' (after `timeoutMs`); `cancel()` stops waiting (send failed).
+   * `sent()` restarts the timeout once the message has left: Baileys' preparation of a first send to a big group
+   * (device lists, prekeys, one `pkmsg` per member device) must not eat into the time the server has to answer.
    */
-  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void } {
+  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void; sent(): void } {
     let settle!: (outcome: ServerAckOutcome) => void;
+    let timer: NodeJS.Timeout | undefined;
     const done = new Promise<ServerAckOutcome>((resolve) => {
-      const timer = setTimeout(() => settle('timeout'), timeoutMs);
+      timer = setTimeout(() => settle('timeout'), timeoutMs);
       settle = (outcome) => {
         clearTimeout(timer);
         if (this.#serverAcks.get(keyId) === settle) this.#serverAcks.delete(keyId);
@@ -923,7 +926,12 @@ export class Session {
       };
     });
     this.#serverAcks.set(keyId, settle);
-    return { done, cancel: () => settle('closed') };
+    const sent = () => {
+      if (this.#serverAcks.get(keyId) !== settle) return; // settled already
+      clearTimeout(timer);
+      timer = setTimeout(() => settle('timeout'), timeoutMs);
+    };
+    return { done, cancel: () => settle('closed'), sent };
   }
 
   #settleServerAcks(outcome: ServerAckOutcome): void {
