@@ -24,6 +24,7 @@ export function contactsRepo(db: Db) {
     ),
     has: db.prepare(`SELECT 1 FROM contacts WHERE connection_id = ? AND jid = ?`),
     byLid: db.prepare(`SELECT jid FROM contacts WHERE connection_id = ? AND lid = ?`),
+    nameOf: db.prepare(`SELECT COALESCE(name, push_name) AS name FROM contacts WHERE connection_id = ? AND jid = ?`),
     list: db.prepare(
       `SELECT jid, name, push_name, phone_number, is_group FROM contacts WHERE connection_id = ?
        ORDER BY COALESCE(name, push_name, jid) COLLATE NOCASE, jid LIMIT ? OFFSET ?`,
@@ -51,6 +52,10 @@ export function contactsRepo(db: Db) {
     /** PN JID of the contact known under this LID JID, if any. */
     jidForLid(connectionId: string, lid: string): string | undefined {
       return (q.byLid.get(connectionId, lid) as { jid: string } | undefined)?.jid;
+    },
+    /** Saved name, else push name, of a contact; undefined when neither is known. */
+    nameOf(connectionId: string, jid: string): string | undefined {
+      return (q.nameOf.get(connectionId, jid) as { name: string | null } | undefined)?.name ?? undefined;
     },
     list(connectionId: string, opts: { limit: number; offset: number }): Contact[] {
       const rows = q.list.all(connectionId, opts.limit, opts.offset) as Array<{

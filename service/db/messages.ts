@@ -38,6 +38,8 @@ export interface MessageCore {
   quotedMessageId: string | null;
   media: MessageMedia | null;
   ack: number | null;
+  /** JIDs the message mentions (`contextInfo.mentionedJid`; phone-number JIDs where the LID mapping is known). */
+  mentions?: string[];
 }
 
 /**
@@ -45,6 +47,7 @@ export interface MessageCore {
  * 3 delivered, 4 read, 5 played), `editedAt` (unix seconds of the latest edit, or null) and `reactions`.
  */
 export interface Message extends MessageCore {
+  mentions: string[];
   editedAt: number | null;
   reactions: Reaction[];
 }
@@ -75,11 +78,12 @@ interface RawRow {
   media: string | null;
   ack: number | null;
   edited_at: number | null;
+  mentions: string | null;
   raw?: Buffer | null;
   seq?: number;
 }
 
-const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at`;
+const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions`;
 
 function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
   return {
@@ -94,6 +98,7 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
     quotedMessageId: r.quoted_id,
     media: r.media ? (JSON.parse(r.media) as MessageMedia) : null,
     ack: r.ack,
+    mentions: r.mentions ? (JSON.parse(r.mentions) as string[]) : [],
     editedAt: r.edited_at,
     reactions,
   };
@@ -113,6 +118,7 @@ export function newMessageRecord(m: MessageCore): Message {
     quotedMessageId: m.quotedMessageId,
     media: m.media,
     ack: m.ack,
+    mentions: m.mentions ?? [],
     editedAt: null,
     reactions: [],
   };
@@ -160,14 +166,14 @@ export function messagesRepo(db: Db) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
-         type, text, quoted_id, media, ack, raw, seq)
+         type, text, quoted_id, media, ack, raw, mentions, seq)
        VALUES (@connectionId, @id, @chatId, @keyId, @fromMe, @timestamp, @senderJid, @senderPushName,
-         @type, @text, @quotedMessageId, @media, @ack, @raw, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages))
+         @type, @text, @quotedMessageId, @media, @ack, @raw, @mentions, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages))
        ON CONFLICT(connection_id, id) DO UPDATE SET
          sender_push_name = CASE WHEN excluded.sender_push_name <> '' THEN excluded.sender_push_name ELSE sender_push_name END,
          type = excluded.type, text = excluded.text, quoted_id = excluded.quoted_id,
          media = COALESCE(excluded.media, media), ack = MAX(COALESCE(ack, 0), COALESCE(excluded.ack, 0)),
-         raw = COALESCE(excluded.raw, raw)`,
+         raw = COALESCE(excluded.raw, raw), mentions = COALESCE(excluded.mentions, mentions)`,
     ),
     exists: db.prepare(`SELECT 1 FROM messages WHERE connection_id = ? AND id = ?`),
     ackOf: db.prepare(`SELECT ack FROM messages WHERE connection_id = ? AND id = ?`),
@@ -271,6 +277,7 @@ export function messagesRepo(db: Db) {
         media: m.media ? JSON.stringify(m.media) : null,
         ack: m.ack,
         raw: m.raw ? Buffer.from(m.raw) : null,
+        mentions: m.mentions?.length ? JSON.stringify(m.mentions) : null,
       });
       return !existed;
     },

@@ -235,4 +235,7 @@ export const migrations: readonly string[] = [
   CREATE UNIQUE INDEX users_local_name ON users(name) WHERE kind = 'local';
   CREATE UNIQUE INDEX users_jwt_identity ON users(issuer, subject) WHERE kind = 'jwt';
   `,
+  /* messages.mentions: JIDs a message mentions (contextInfo.mentionedJid), a JSON array; NULL = none (issue 12) */ `
+  ALTER TABLE messages ADD COLUMN mentions TEXT;
+  `,
 ];

@@ -8,7 +8,7 @@ import { parseMessageId, type Message } from '../db/messages.ts';
 import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, notFound, ServiceError } from '../errors.ts';
 import { canonicalChatId, parseChatId, pnForLid } from './chat-id.ts';
-import { mediaFileNameOf } from './message-model.ts';
+import { mediaFileNameOf, toPnJid } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent } from './outgoing.ts';
@@ -16,6 +16,7 @@ import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
 import { NumberChecker, numberDigits } from './number-check.ts';
+import { groupError, groupInfoOf, groupJidOf, groupSummaryOf, participantJidOf, type GroupInfo } from './groups.ts';
 import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
 
 /** 404 text of a send to a chat the server does not know (issue 20: was a 502). */
@@ -43,6 +44,7 @@ const DEFAULT_SERVER_ACK_TIMEOUT_MS = 10_000;
 function storageUnavailable(): ServiceError {
   return new ServiceError(507, 'Storage is unavailable (the data directory is full or not writable): nothing was sent; try again once space is freed');
 }
+const toPnJidOf = (jid: string, ctx: ReturnType<Session['modelContext']>) => (jid ? toPnJid(jid, null, ctx) : jid);
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, logger } = opts;
@@ -111,7 +113,16 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       return { jid, chatId: jid };
     }
     const { jid } = parsed;
-    if (parsed.isGroup) return { jid, chatId: jid };
+    if (parsed.isGroup) {
+      // A group the account is not in (or that does not exist) has no chat to write to.
+      try {
+        await session.groupMetadata(jid);
+      } catch (err) {
+        const mapped = groupError(err, 'read');
+        throw mapped.statusCode === 404 ? notFound('Chat not found') : mapped;
+      }
+      return { jid, chatId: jid };
+    }
     return { jid, chatId: jid.endsWith('@lid') ? (pnForLid(store, session.connectionId, jid) ?? jid) : jid };
   }
 
@@ -179,6 +190,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     }
     // Every frame of the message is in the session's gate now (commit-before-receipt.ts).
     const frames = session.frameMark();
+    serverAck.sent();
     let recorded: T;
     try {
       recorded = record(sent);
@@ -219,12 +231,14 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const { jid, chatId } = await resolveChat(session, input.chatId);
     const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
     // Fetch/decode and check media before any presence, so a bad request fails fast and shows no "typing…".
+    const mentions = input.mentions?.length ? mentionJids(session, jid, input.mentions) : undefined;
     const prepared = await prepareContent(input, {
       policy: outbound,
       logger,
       ...(opts.urlFetchTls && { tls: opts.urlFetchTls }),
       ...(opts.urlFetchTimeoutMs !== undefined && { timeoutMs: opts.urlFetchTimeoutMs }),
     });
+    if (mentions) Object.assign(prepared.content, { mentions });
     if (!input.skipPresence) {
       await humanizeBeforeSend(
         session.socket!,
@@ -241,6 +255,34 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       });
     }
     return serverAcked ? (store.messages.get(connectionId, recorded.id) ?? recorded) : recorded;
+  }
+
+  /** JIDs of a send's `mentions` (named by LID in a LID-addressed group, as WhatsApp does there). */
+  function mentionJids(session: Session, chatJid: string, mentions: string[]): string[] {
+    const meta = isJidGroup(chatJid) ? session.groups.get(chatJid) : undefined;
+    return mentions.map((m, i) => participantJidOf(m, i, meta, 'mentions'));
+  }
+
+  /** The online session and the group JID of a path's `groupId`. */
+  function groupTarget(connectionId: string, groupId: string): { session: Session; jid: string } {
+    const jid = groupJidOf(groupId);
+    return { session: onlineSession(connectionId), jid };
+  }
+
+  function groupInfo(session: Session, meta: Parameters<typeof groupInfoOf>[0]): GroupInfo {
+    const me = session.me;
+    return groupInfoOf(meta, session.modelContext(), (jid) =>
+      jid === me?.jid ? me.name || undefined : store.contacts.nameOf(session.connectionId, jid),
+    );
+  }
+
+  /** A group's metadata (cached or asked); 404 `Group not found` when WhatsApp does not give it to this account. */
+  async function groupMeta(session: Session, jid: string, refresh = false) {
+    try {
+      return await session.groupMetadata(jid, { refresh });
+    } catch (err) {
+      throw groupError(err, 'read');
+    }
   }
 
   /** A media file's details for streaming, downloading it first when needed. */
@@ -370,6 +412,90 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     liveStatus(connectionId) {
       const session = sessions.get(connectionId);
       return session ? { status: session.status, reason: session.statusReason } : undefined;
+    },
+    async listGroups(connectionId, page) {
+      const session = onlineSession(connectionId);
+      let all;
+      try {
+        all = Object.values(await session.socket!.groupFetchAllParticipating());
+      } catch (err) {
+        throw groupError(err, 'read');
+      }
+      const ctx = session.modelContext();
+      return all
+        .map((meta) => groupSummaryOf(meta, ctx))
+        .sort((a, b) => a.subject.localeCompare(b.subject) || a.id.localeCompare(b.id))
+        .slice(page.offset, page.offset + page.limit);
+    },
+    async group(connectionId, groupId) {
+      const { session, jid } = groupTarget(connectionId, groupId);
+      return groupInfo(session, await groupMeta(session, jid));
+    },
+    async createGroup(connectionId, input) {
+      const session = onlineSession(connectionId);
+      const subject = input.subject.trim();
+      if (!subject) throw badRequest('body/subject must not be empty');
+      const jids = [...new Set(input.participants.map((p, i) => participantJidOf(p, i)))];
+      try {
+        const meta = await session.socket!.groupCreate(subject, jids);
+        session.rememberGroup(meta);
+        return groupInfo(session, meta);
+      } catch (err) {
+        throw groupError(err, 'member');
+      }
+    },
+    async updateGroup(connectionId, groupId, input) {
+      const { session, jid } = groupTarget(connectionId, groupId);
+      if (input.subject === undefined && input.description === undefined) throw badRequest('body must have subject or description');
+      if (input.subject !== undefined && !input.subject.trim()) throw badRequest('body/subject must not be empty');
+      await groupMeta(session, jid);
+      try {
+        if (input.subject !== undefined) await session.socket!.groupUpdateSubject(jid, input.subject.trim());
+        if (input.description !== undefined) await session.socket!.groupUpdateDescription(jid, input.description || undefined);
+      } catch (err) {
+        throw groupError(err, 'admin');
+      }
+      return groupInfo(session, await groupMeta(session, jid, true));
+    },
+    async updateParticipants(connectionId, groupId, input) {
+      const { session, jid } = groupTarget(connectionId, groupId);
+      const meta = await groupMeta(session, jid);
+      const jids = [...new Set(input.participants.map((p, i) => participantJidOf(p, i, meta)))];
+      let results;
+      try {
+        results = await session.socket!.groupParticipantsUpdate(jid, jids, input.action);
+      } catch (err) {
+        throw groupError(err, 'admin');
+      }
+      const ctx = session.modelContext();
+      const done = results.filter((r) => r.status === '200' && r.jid).map((r) => ({ id: r.jid! }));
+      if (done.length > 0) session.groups.applyParticipants(jid, input.action, done);
+      return results.map((r, i) => {
+        const pn = toPnJidOf(r.jid ?? jids[i] ?? '', ctx);
+        return { jid: pn, phoneNumber: pn.endsWith('@s.whatsapp.net') ? `+${pn.split('@')[0]}` : null, status: Number(r.status) || 500 };
+      });
+    },
+    async leaveGroup(connectionId, groupId) {
+      const { session, jid } = groupTarget(connectionId, groupId);
+      await groupMeta(session, jid);
+      try {
+        await session.socket!.groupLeave(jid);
+      } catch (err) {
+        throw groupError(err, 'member');
+      }
+      session.groups.delete(jid);
+    },
+    async groupInviteCode(connectionId, groupId) {
+      const { session, jid } = groupTarget(connectionId, groupId);
+      await groupMeta(session, jid);
+      let code: string | undefined;
+      try {
+        code = await session.socket!.groupInviteCode(jid);
+      } catch (err) {
+        throw groupError(err, 'admin');
+      }
+      if (!code) throw new ServiceError(502, 'WhatsApp sent no invite code');
+      return { code, url: `https://chat.whatsapp.com/${code}` };
     },
     session: (connectionId) => sessions.get(connectionId),
     async close() {

@@ -1,7 +1,8 @@
 /**
  * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
- * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName` and `quotedMessageId`.
+ * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName`, `quotedMessageId`, and the
+ * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`.
  */
 import type { MessageCore } from '../db/messages.ts';
 
@@ -19,6 +20,11 @@ export interface MessageEventPayload {
   fromMe: boolean;
   type: string;
   pushName: string;
+  /** The sender as on the Message: in groups the participant (phone-number JID where known, else the LID). */
+  senderJid: string;
+  senderPushName: string;
+  /** JIDs the message mentions. */
+  mentions: string[];
   quotedMessageId: string | null;
   hasMedia: boolean;
   media?: { url: string; mimetype: string; filename: string | null; size: number | null };
@@ -35,6 +41,9 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
     fromMe: m.fromMe,
     type: m.type,
     pushName: m.senderPushName,
+    senderJid: m.senderJid,
+    senderPushName: m.senderPushName,
+    mentions: m.mentions ?? [],
     quotedMessageId: m.quotedMessageId,
     hasMedia: m.media !== null,
   };

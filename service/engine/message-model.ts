@@ -209,6 +209,7 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     const quotedFromMe = !!quotedSender && quotedSender === ctx.ownJid;
     quotedMessageId = messageIdOf(quotedFromMe, chatId, ci.stanzaId);
   }
+  const mentions = (ci?.mentionedJid ?? []).filter((j) => !!j).map((j) => toPnJid(j, null, ctx));
 
   return {
     id: messageIdOf(fromMe, chatId, keyId),
@@ -223,6 +224,7 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     quotedMessageId,
     media: mediaOf(content, keyId, ctx),
     ack: fromMe ? (msg.status ?? null) : null,
+    mentions,
     raw: proto.WebMessageInfo.encode(msg as proto.IWebMessageInfo).finish(),
   };
 }

@@ -29,6 +29,7 @@ import makeWASocket, {
   proto,
   type BaileysEventMap,
   type BinaryNode,
+  type GroupMetadata,
   type WAMessage,
   type WASocket,
 } from '@whiskeysockets/baileys';
@@ -50,6 +51,7 @@ import {
   type ModelContext,
 } from './message-model.ts';
 import { eventPayloadOf } from './event-payloads.ts';
+import { GroupCache, isMember } from './groups.ts';
 import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
@@ -150,6 +152,11 @@ export class Session {
   readonly #lastContactWrite = new Map<string, string>();
   /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
   readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
+  /**
+   * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
+   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
+   */
+  readonly groups = new GroupCache();
 
   constructor(
     connection: ConnectionRow,
@@ -285,6 +292,7 @@ export class Session {
       syncFullHistory: false,
       shouldSyncHistoryMessage: () => true,
       generateHighQualityLinkPreview: false,
+      cachedGroupMetadata: async (jid) => this.groups.get(jid),
       getMessage: async (key) => {
         const raw = key.id ? store.messages.findRawByKeyId(this.connectionId, key.id) : undefined;
         return raw ? (proto.WebMessageInfo.decode(raw).message ?? undefined) : undefined;
@@ -444,6 +452,9 @@ export class Session {
     if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
     if (events['presence.update']) this.#onPresence(events['presence.update']);
+    if (events['groups.upsert']) this.#onGroupsUpsert(events['groups.upsert']);
+    if (events['groups.update']) this.#onGroupsUpdate(events['groups.update']);
+    if (events['group-participants.update']) this.#onGroupParticipants(sock, events['group-participants.update']);
   }
 
   #onCreds(update: BaileysEventMap['creds.update']): void {
@@ -478,6 +489,7 @@ export class Session {
       const me = this.me;
       if (me) this.deps.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
       this.#setStatus('connected', null);
+      this.#refreshGroups(sock);
       if (this.#awaitingHistory) {
         this.#historyTimer = setTimeout(() => this.#historyDone(), HISTORY_WAIT_MS);
       }
@@ -785,6 +797,104 @@ export class Session {
     if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
   }
 
+  // ---- groups ------------------------------------------------------------------------------------------
+
+  /** Refills the group cache from the server (the answer arrives as a full-metadata `groups.update`). */
+  #refreshGroups(sock: WASocket): void {
+    this.groups.clear();
+    sock.groupFetchAllParticipating().catch((err: unknown) => this.#log.warn({ err }, 'could not fetch the groups'));
+  }
+
+  /**
+   * Metadata of a group the account is in: cached, or asked from the server (and cached). `refresh` asks anyway.
+   * @throws the Baileys error of a failed query (groups.ts `groupError` maps it).
+   */
+  async groupMetadata(jid: string, opts: { refresh?: boolean } = {}): Promise<GroupMetadata> {
+    const cached = opts.refresh ? undefined : this.groups.get(jid);
+    if (cached) return cached;
+    const sock = this.socket;
+    if (!sock) throw new Error('connection is not open');
+    const meta = await sock.groupMetadata(jid);
+    this.rememberGroup(meta);
+    return meta;
+  }
+
+  /** Caches full metadata of a group the account is in, names its chat by the subject and learns LID ↔ PN pairs. */
+  rememberGroup(meta: GroupMetadata): void {
+    const ctx = this.modelContext();
+    if (!isMember(meta, ctx)) {
+      this.groups.delete(meta.id);
+      return;
+    }
+    this.groups.set(meta);
+    const { store } = this.deps;
+    store.tx(() => {
+      store.chats.upsertMeta(this.connectionId, { id: meta.id, name: meta.subject || null, isGroup: true });
+      for (const p of meta.participants) {
+        const lid = p.id.endsWith('@lid') ? jidNormalizedUser(p.id) : p.lid ? jidNormalizedUser(p.lid) : null;
+        const pn = p.id.endsWith('@s.whatsapp.net') ? jidNormalizedUser(p.id) : p.phoneNumber ? jidNormalizedUser(p.phoneNumber) : null;
+        if (lid && pn) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
+      }
+    });
+  }
+
+  #onGroupsUpsert(list: BaileysEventMap['groups.upsert']): void {
+    for (const meta of list) this.rememberGroup(meta);
+  }
+
+  /**
+   * `groups.update` carries either full metadata (rc14 emits the participating-groups answer this way) or the delta
+   * of one `w:gp2` notification (subject, description, settings, with `author`): the first refills the cache, the
+   * second updates it, renames the chat and logs `group.update` for a subject or description change.
+   */
+  #onGroupsUpdate(list: BaileysEventMap['groups.update']): void {
+    const { store } = this.deps;
+    const ctx = this.modelContext();
+    for (const delta of list) {
+      if (!delta.id) continue;
+      if (Array.isArray(delta.participants)) {
+        this.rememberGroup(delta as GroupMetadata);
+        continue;
+      }
+      this.groups.update({ ...delta, id: delta.id });
+      const changed = delta.subject !== undefined || 'desc' in delta;
+      if (!changed) continue;
+      const by = delta.author ? toPnJid(delta.author, delta.authorPn, ctx) : null;
+      store.tx(() => {
+        if (delta.subject) store.chats.upsertMeta(this.connectionId, { id: delta.id!, name: delta.subject, isGroup: true });
+        store.appendEvent(this.userId, this.connectionId, 'group.update', {
+          groupId: delta.id,
+          ...(delta.subject !== undefined && { subject: delta.subject }),
+          ...('desc' in delta && { description: delta.desc ?? null }),
+          by,
+        });
+      });
+    }
+  }
+
+  /** A member change (`w:gp2` add/remove/promote/demote): updates the cache and logs `group.participants`. */
+  #onGroupParticipants(sock: WASocket, u: BaileysEventMap['group-participants.update']): void {
+    const ctx = this.modelContext();
+    const participants = u.participants.map((p) => (typeof p === 'string' ? { id: p } : p));
+    const jids = participants.map((p) => toPnJid(p.id, p.phoneNumber, ctx));
+    const own = [ctx.ownJid, ctx.ownLid].filter(Boolean);
+    const includesMe = jids.some((j) => own.includes(j)) || participants.some((p) => own.includes(jidNormalizedUser(p.id)));
+    if (u.action === 'remove' && includesMe) this.groups.delete(u.id);
+    else if (!this.groups.applyParticipants(u.id, u.action, participants) && u.action === 'add' && includesMe) {
+      sock.groupMetadata(u.id).then(
+        (meta) => this.#sock === sock && this.rememberGroup(meta),
+        (err: unknown) => this.#log.warn({ err, groupId: u.id }, 'could not fetch a group the account was added to'),
+      );
+    }
+    if (u.action === 'modify') return;
+    this.deps.store.appendEvent(this.userId, this.connectionId, 'group.participants', {
+      groupId: u.id,
+      action: u.action,
+      participants: jids,
+      by: u.author ? toPnJid(u.author, u.authorPn, ctx) : null,
+    });
+  }
+
   #onPresence(p: BaileysEventMap['presence.update']): void {
     const ctx = this.modelContext();
     const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
@@ -917,11 +1027,14 @@ export class Session {
    * acknowledges each message stanza once it has taken it (brief §B6: an `error` attribute means it refused it; rc14
    * turns only that into a status update, there is no SERVER_ACK from acks). Settles with 'accepted', `{ error }`,
    * 'closed' (the socket closed first) or 'timeout' (after `timeoutMs`); `cancel()` stops waiting (send failed).
+   * `sent()` restarts the timeout once the message has left: Baileys' preparation of a first send to a big group
+   * (device lists, prekeys, one `pkmsg` per member device) must not eat into the time the server has to answer.
    */
-  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void } {
+  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void; sent(): void } {
     let settle!: (outcome: ServerAckOutcome) => void;
+    let timer: NodeJS.Timeout | undefined;
     const done = new Promise<ServerAckOutcome>((resolve) => {
-      const timer = setTimeout(() => settle('timeout'), timeoutMs);
+      timer = setTimeout(() => settle('timeout'), timeoutMs);
       settle = (outcome) => {
         clearTimeout(timer);
         if (this.#serverAcks.get(keyId) === settle) this.#serverAcks.delete(keyId);
@@ -929,7 +1042,12 @@ export class Session {
       };
     });
     this.#serverAcks.set(keyId, settle);
-    return { done, cancel: () => settle('closed') };
+    const sent = () => {
+      if (this.#serverAcks.get(keyId) !== settle) return; // settled already
+      clearTimeout(timer);
+      timer = setTimeout(() => settle('timeout'), timeoutMs);
+    };
+    return { done, cancel: () => settle('closed'), sent };
   }
 
   #settleServerAcks(outcome: ServerAckOutcome): void {

@@ -53,6 +53,8 @@ export interface SendCommon {
   /** Message id (spec shape) of the message to quote. */
   replyTo?: string;
   skipPresence?: boolean;
+  /** Who the text or caption @-mentions: international numbers or user JIDs (Baileys `mentions`). */
+  mentions?: string[];
 }
 
 /** Media given as exactly one of `url` (https, fetched by the service) or `base64` (a data URL works too). */
@@ -99,6 +101,8 @@ export interface SendTextInput {
 }
 
 export type { NumberCheck } from './number-check.ts';
+export type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
+import type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
 
 export interface Engine {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
@@ -161,6 +165,28 @@ export interface Engine {
    * @throws ServiceError 400 a malformed number (naming its index), 409 not online, 502 the query failed.
    */
   checkNumbers(connectionId: string, phoneNumbers: string[]): Promise<NumberCheck[]>;
+  /**
+   * The groups the account is in (asked from WhatsApp, which refreshes the cache), by subject; `offset` counts groups.
+   * @throws ServiceError 409 not online, 502 the query failed.
+   */
+  listGroups(connectionId: string, page: { limit: number; offset: number }): Promise<GroupSummary[]>;
+  /**
+   * One group with its members, from the session's group cache (kept current by notifications) or asked.
+   * @throws ServiceError 400 malformed id, 404 `Group not found` (unknown, or the account is not in it), 409 not online.
+   */
+  group(connectionId: string, groupId: string): Promise<GroupInfo>;
+  /**
+   * Creates a group with the account as its creator (superadmin). @throws 400 malformed participants, 409, 502.
+   */
+  createGroup(connectionId: string, input: { subject: string; participants: string[] }): Promise<GroupInfo>;
+  /** Changes subject and/or description (`""` removes it). @throws 403 `Not a group admin`, 404, 409, 502. */
+  updateGroup(connectionId: string, groupId: string, input: { subject?: string; description?: string }): Promise<GroupInfo>;
+  /** Adds, removes, promotes or demotes members; one result per participant. @throws 403 `Not a group admin`, 404. */
+  updateParticipants(connectionId: string, groupId: string, input: { action: GroupAction; participants: string[] }): Promise<ParticipantResult[]>;
+  /** The account leaves the group. @throws 404 `Group not found`, 409, 502. */
+  leaveGroup(connectionId: string, groupId: string): Promise<void>;
+  /** The group's current invite code and link. @throws 403 `Not a group admin`, 404, 409, 502. */
+  groupInviteCode(connectionId: string, groupId: string): Promise<{ code: string; url: string }>;
   /** Closes every session (not logged out). */
   close(): Promise<void>;
 }

@@ -25,6 +25,7 @@ import { chatRoutes } from './routes/chats.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { contactRoutes } from './routes/contacts.ts';
+import { groupRoutes } from './routes/groups.ts';
 import { healthRoutes } from './routes/health.ts';
 import { mediaRoutes } from './routes/media.ts';
 import { messageRoutes } from './routes/messages.ts';
@@ -118,7 +119,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, sendRoutes, presenceRoutes, mediaRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, presenceRoutes, mediaRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });

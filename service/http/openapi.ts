@@ -72,6 +72,13 @@ export const ROUTE_SUMMARIES: Record<string, string> = {
   'POST /api/connections/:id/mark-read': 'Send a read receipt',
   'POST /api/connections/:id/typing': 'Start the typing indicator',
   'POST /api/connections/:id/typing/stop': 'Stop the typing indicator',
+  'GET /api/connections/:id/groups': 'List the groups the account is in',
+  'POST /api/connections/:id/groups': 'Create a group',
+  'GET /api/connections/:id/groups/:groupId': 'Get a group with its members',
+  'PATCH /api/connections/:id/groups/:groupId': 'Change a group’s subject or description',
+  'POST /api/connections/:id/groups/:groupId/participants': 'Add, remove, promote or demote group members',
+  'POST /api/connections/:id/groups/:groupId/leave': 'Leave a group',
+  'GET /api/connections/:id/groups/:groupId/invite-code': 'A group’s invite code and link',
   'GET /api/connections/:id/webhooks': 'List a connection’s webhooks',
   'POST /api/connections/:id/webhooks': 'Create a webhook',
   'POST /api/webhooks/:id/deliveries/:deliveryId/retry': 'Deliver a logged event again',
@@ -104,6 +111,7 @@ export function tagFor(url: string): string {
   if (sub === 'chats' || sub === 'messages' || sub === 'contacts') return sub === 'chats' && /messages$/.test(path) ? 'messages' : sub;
   if (sub.startsWith('send') || sub === 'react') return 'messaging';
   if (sub === 'mark-read' || sub === 'typing') return 'presence';
+  if (sub === 'groups') return 'groups';
   return 'connections';
 }
 
@@ -211,6 +219,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
         { name: 'contacts' },
         { name: 'messaging', description: 'Sending messages' },
         { name: 'presence' },
+        { name: 'groups', description: 'WhatsApp groups the account is in' },
         { name: 'webhooks' },
         { name: 'tokens', description: 'API tokens' },
         { name: 'stream', description: 'WebSocket event stream' },

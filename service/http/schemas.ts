@@ -32,6 +32,9 @@ export const MessageSchema = Type.Object({
     }),
   ),
   ack: Nullable(Type.Integer()),
+  mentions: Type.Array(Type.String(), {
+    description: 'JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs',
+  }),
   /** Unix seconds of the latest edit, null when never edited. */
   editedAt: Nullable(Type.Integer()),
   /** Current reactions, one per sender. */

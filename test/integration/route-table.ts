@@ -39,6 +39,8 @@ const FIELD_SAMPLES: Record<string, unknown> = {
   name: 'sample',
   emoji: '👍',
   phoneNumbers: ['+15550101'],
+  participants: ['+15550101'],
+  subject: 'Sample group',
 };
 
 /** A value that satisfies `schema` (required fields only), or undefined when the schema is absent. */

@@ -134,6 +134,49 @@ describe('message model', () => {
     expect(toStoredMessage(g, ctx)).toMatchObject({ chatId: '1203630@g.us', senderJid: ALICE });
   });
 
+  it('maps group participants in PN and LID form, with participant_pn, unknown LIDs and own LID', () => {
+    const GROUP = '120363000000000077@g.us';
+    const UNKNOWN_LID = '207777777777777@lid';
+    const pn = base({ conversation: 'pn' }, { remoteJid: GROUP, participant: ALICE });
+    expect(toStoredMessage(pn, ctx)).toMatchObject({ id: `false_${GROUP}_ABC123`, chatId: GROUP, senderJid: ALICE, senderPushName: 'Alice', fromMe: false });
+    // a LID-addressed group names the sender by LID with its phone number alongside (participant_pn → participantAlt)
+    const lidWithAlt = base({ conversation: 'lid' }, { remoteJid: GROUP, participant: UNKNOWN_LID, participantAlt: '15550109@s.whatsapp.net' });
+    expect(toStoredMessage(lidWithAlt, ctx)!.senderJid).toBe('15550109@s.whatsapp.net');
+    // a device suffix is dropped
+    const device = base({ conversation: 'device' }, { remoteJid: GROUP, participant: '15550101:3@s.whatsapp.net' });
+    expect(toStoredMessage(device, ctx)!.senderJid).toBe(ALICE);
+    // no mapping known: the LID stays the sender
+    const unknown = base({ conversation: 'who' }, { remoteJid: GROUP, participant: UNKNOWN_LID });
+    expect(toStoredMessage(unknown, ctx)!.senderJid).toBe(UNKNOWN_LID);
+    // the account's own LID as participant of a message from its other device: fromMe, own PN JID
+    const own = base({ conversation: 'mine' }, { remoteJid: GROUP, participant: ctx.ownLid!, fromMe: true });
+    expect(toStoredMessage(own, ctx)).toMatchObject({ id: `true_${GROUP}_ABC123`, fromMe: true, senderJid: OWN, senderPushName: '' });
+    // a reply quoting our own message by our LID is a reply to our message
+    const reply = base(
+      { extendedTextMessage: { text: 'yes', contextInfo: { stanzaId: 'Q1', participant: ctx.ownLid! } } },
+      { remoteJid: GROUP, participant: ALICE_LID },
+    );
+    expect(toStoredMessage(reply, ctx)).toMatchObject({ senderJid: ALICE, quotedMessageId: `true_${GROUP}_Q1` });
+  });
+
+  it('maps mentions (text and captions) to phone-number JIDs where known', () => {
+    const GROUP = '120363000000000077@g.us';
+    const text = base(
+      { extendedTextMessage: { text: '@15550100 @201234567890123', contextInfo: { mentionedJid: [OWN, ALICE_LID, '207777777777777@lid'] } } },
+      { remoteJid: GROUP, participant: ALICE },
+    );
+    expect(toStoredMessage(text, ctx)!.mentions).toEqual([OWN, ALICE, '207777777777777@lid']);
+    const caption = base({ imageMessage: { mimetype: 'image/png', caption: 'look @15550100', contextInfo: { mentionedJid: [ctx.ownLid!] } } }, { remoteJid: GROUP, participant: ALICE });
+    expect(toStoredMessage(caption, ctx)!.mentions).toEqual([OWN]);
+    // an ephemeral-wrapped group reply keeps its quote and mentions
+    const wrapped = base(
+      { ephemeralMessage: { message: { extendedTextMessage: { text: 'ok @15550100', contextInfo: { stanzaId: 'Q2', participant: ALICE, mentionedJid: [OWN], expiration: 86400 } } } } },
+      { remoteJid: GROUP, participant: ALICE_LID },
+    );
+    expect(toStoredMessage(wrapped, ctx)).toMatchObject({ text: 'ok @15550100', quotedMessageId: `false_${GROUP}_Q2`, mentions: [OWN], senderJid: ALICE });
+    expect(toStoredMessage(base({ conversation: 'plain' }), ctx)!.mentions).toEqual([]);
+  });
+
   it('maps own messages with their ack', () => {
     const own = wire({ key: { remoteJid: ALICE, fromMe: true, id: 'OWN1' }, messageTimestamp: 1, status: proto.WebMessageInfo.Status.DELIVERY_ACK, message: { conversation: 'hey' } });
     expect(toStoredMessage(own, ctx)).toMatchObject({ id: `true_${ALICE}_OWN1`, fromMe: true, senderJid: OWN, senderPushName: '', ack: 3 });

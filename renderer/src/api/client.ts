@@ -13,6 +13,7 @@ import type {
   Connection,
   CreatedToken,
   EventFrame,
+  GroupInfo,
   Health,
   Message,
   MessagePage,
@@ -141,13 +142,15 @@ export class ApiClient {
     this.request<Message>('GET', `/connections/${enc(id)}/messages/${enc(messageId)}?chatId=${enc(chatId)}`);
 
   // Sending
-  sendText = (id: string, body: { chatId: string; text: string; replyTo?: string; skipPresence?: boolean }) =>
+  sendText = (id: string, body: { chatId: string; text: string; replyTo?: string; skipPresence?: boolean; mentions?: string[] }) =>
     this.request<Message>('POST', `/connections/${enc(id)}/send`, body);
   /** Body: `{ chatId, url | base64, mimetype?, filename?, caption?, replyTo?, skipPresence? }` (+ `ptt` for audio). */
-  sendMedia = (id: string, kind: SendKind, body: { chatId: string; base64?: string; url?: string; mimetype?: string; filename?: string; caption?: string; replyTo?: string; skipPresence?: boolean }) =>
+  sendMedia = (id: string, kind: SendKind, body: { chatId: string; base64?: string; url?: string; mimetype?: string; filename?: string; caption?: string; replyTo?: string; skipPresence?: boolean; mentions?: string[] }) =>
     this.request<Message>('POST', `/connections/${enc(id)}/send-${kind}`, body);
   sendLocation = (id: string, body: { chatId: string; latitude: number; longitude: number; name?: string; address?: string; skipPresence?: boolean }) =>
     this.request<Message>('POST', `/connections/${enc(id)}/send-location`, body);
+  /** A group with its members (admin roles) — the thread's group info panel and the composer's @ mentions. */
+  group = (id: string, groupId: string) => this.request<GroupInfo>('GET', `/connections/${enc(id)}/groups/${enc(groupId)}`);
   contacts = (id: string, limit = 500) => this.request<Contact[]>('GET', `/connections/${enc(id)}/contacts?limit=${limit}`);
   checkNumbers = (id: string, phoneNumbers: string[]) =>
     this.request<NumberCheck[]>('POST', `/connections/${enc(id)}/contacts/check`, { phoneNumbers });

@@ -1408,6 +1408,8 @@ export interface paths {
                                     size: number | null;
                                     url: string;
                                 } | null;
+                                /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                                mentions: string[];
                                 quotedMessageId: string | null;
                                 reactions: {
                                     emoji: string;
@@ -1664,6 +1666,867 @@ export interface paths {
                             lid: string | null;
                             /** @description The number in international format, e.g. +15550101 */
                             phoneNumber: string;
+                        }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the groups the account is in
+         * @description The groups the account is in, by subject (asked from WhatsApp). `offset` counts groups.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `pn`: members named by phone number; `lid`: members named by LID */
+                            addressingMode: "pn" | "lid";
+                            createdAt: string | null;
+                            description: string | null;
+                            /** @description Group JID `…@g.us` (the chatId of its chat) */
+                            id: string;
+                            owner: string | null;
+                            participantsCount: number;
+                            subject: string;
+                        }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a group
+         * @description Creates a group with the account as its creator (superadmin) and the participants as members.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        participants: string[];
+                        subject: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `pn`: members named by phone number; `lid`: members named by LID */
+                            addressingMode: "pn" | "lid";
+                            createdAt: string | null;
+                            description: string | null;
+                            /** @description Group JID `…@g.us` (the chatId of its chat) */
+                            id: string;
+                            owner: string | null;
+                            participants: {
+                                isAdmin: boolean;
+                                /** @description The group creator */
+                                isSuperAdmin: boolean;
+                                /** @description Phone-number JID where known, else LID */
+                                jid: string;
+                                lid: string | null;
+                                name: string | null;
+                                phoneNumber: string | null;
+                            }[];
+                            participantsCount: number;
+                            subject: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/groups/{groupId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a group with its members
+         * @description One group with its members and their admin roles (kept current from WhatsApp’s group notifications).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
+                    groupId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `pn`: members named by phone number; `lid`: members named by LID */
+                            addressingMode: "pn" | "lid";
+                            createdAt: string | null;
+                            description: string | null;
+                            /** @description Group JID `…@g.us` (the chatId of its chat) */
+                            id: string;
+                            owner: string | null;
+                            participants: {
+                                isAdmin: boolean;
+                                /** @description The group creator */
+                                isSuperAdmin: boolean;
+                                /** @description Phone-number JID where known, else LID */
+                                jid: string;
+                                lid: string | null;
+                                name: string | null;
+                                phoneNumber: string | null;
+                            }[];
+                            participantsCount: number;
+                            subject: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a group’s subject or description
+         * @description Renames the group and/or changes its description. 403 `Not a group admin` when the group only lets admins edit.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
+                    groupId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "" removes the description */
+                        description?: string;
+                        subject?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `pn`: members named by phone number; `lid`: members named by LID */
+                            addressingMode: "pn" | "lid";
+                            createdAt: string | null;
+                            description: string | null;
+                            /** @description Group JID `…@g.us` (the chatId of its chat) */
+                            id: string;
+                            owner: string | null;
+                            participants: {
+                                isAdmin: boolean;
+                                /** @description The group creator */
+                                isSuperAdmin: boolean;
+                                /** @description Phone-number JID where known, else LID */
+                                jid: string;
+                                lid: string | null;
+                                name: string | null;
+                                phoneNumber: string | null;
+                            }[];
+                            participantsCount: number;
+                            subject: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/connections/{id}/groups/{groupId}/invite-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A group’s invite code and link
+         * @description The group’s current invite code and link (admins only: 403 `Not a group admin`).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
+                    groupId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/groups/{groupId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave a group
+         * @description The account leaves the group.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
+                    groupId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/groups/{groupId}/participants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add, remove, promote or demote group members
+         * @description Adds, removes, promotes or demotes members (admins only: 403 `Not a group admin`); one result per participant.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
+                    groupId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        action: "add" | "remove" | "promote" | "demote";
+                        participants: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            jid: string;
+                            phoneNumber: string | null;
+                            /** @description WhatsApp's code for this participant: 200 done, 403 not allowed, 404 not a member or unknown, 409 already a member */
+                            status: number;
                         }[];
                     };
                 };
@@ -2115,6 +2978,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -2240,6 +3105,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -2603,6 +3470,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -2843,6 +3712,8 @@ export interface paths {
                     "application/json": {
                         /** @description A JID or a phone number in international format */
                         chatId: string;
+                        /** @description Who the text or caption @-mentions: international numbers or user JIDs (the text names them as @<digits>) */
+                        mentions?: string[];
                         /** @description Id of the message to quote */
                         replyTo?: string;
                         /** @description true: no read receipt, typing indicator or delay */
@@ -2870,6 +3741,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3025,6 +3898,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3173,6 +4048,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3296,6 +4173,8 @@ export interface paths {
                         /** @description A JID or a phone number in international format */
                         chatId: string;
                         filename?: string;
+                        /** @description Who the text or caption @-mentions: international numbers or user JIDs (the text names them as @<digits>) */
+                        mentions?: string[];
                         /** @description Detected from the bytes when absent */
                         mimetype?: string;
                         /** @description Id of the message to quote */
@@ -3326,6 +4205,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3449,6 +4330,8 @@ export interface paths {
                         /** @description A JID or a phone number in international format */
                         chatId: string;
                         filename?: string;
+                        /** @description Who the text or caption @-mentions: international numbers or user JIDs (the text names them as @<digits>) */
+                        mentions?: string[];
                         /** @description Detected from the bytes when absent */
                         mimetype?: string;
                         /** @description Id of the message to quote */
@@ -3479,6 +4362,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3628,6 +4513,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -3751,6 +4638,8 @@ export interface paths {
                         /** @description A JID or a phone number in international format */
                         chatId: string;
                         filename?: string;
+                        /** @description Who the text or caption @-mentions: international numbers or user JIDs (the text names them as @<digits>) */
+                        mentions?: string[];
                         /** @description Detected from the bytes when absent */
                         mimetype?: string;
                         /** @description Id of the message to quote */
@@ -3781,6 +4670,8 @@ export interface paths {
                                 size: number | null;
                                 url: string;
                             } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
                             quotedMessageId: string | null;
                             reactions: {
                                 emoji: string;
@@ -5691,4 +6582,4 @@ export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
 /** Event types the service emits (webhooks may subscribe to each, or to `*`). */
-export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","presence.update","webhook.test"] as const;
+export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","presence.update","group.update","group.participants","webhook.test"] as const;

@@ -46,6 +46,8 @@ export interface EventFrame {
 
 export type Contact = ResponseOf<'/api/connections/{id}/contacts', 'get'>[number];
 export type NumberCheck = ResponseOf<'/api/connections/{id}/contacts/check', 'post'>[number];
+export type GroupInfo = ResponseOf<'/api/connections/{id}/groups/{groupId}', 'get'>;
+export type GroupParticipant = GroupInfo['participants'][number];
 export type EventsPage = ResponseOf<'/api/events', 'get'>;
 export type Webhook = ResponseOf<'/api/connections/{id}/webhooks', 'get'>[number];
 export type WebhookDelivery = ResponseOf<'/api/webhooks/{id}/logs', 'get'>[number];

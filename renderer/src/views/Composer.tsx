@@ -2,13 +2,29 @@
  * Writing to a chat: text (Enter sends, Shift+Enter breaks the line), replies, edits of own recent texts,
  * attachments (image / video / audio / document by type), location and contact cards; "send without presence"
  * skips the read receipt, typing indicator and delay. While typing it shows "typing…" to the contact.
+ * In a group, typing `@` offers the members: picking one writes `@<digits>`, and every member named so in the text
+ * or caption is sent as a mention.
  */
+
+/** The `@…` being typed at the end of `text` (what the mention picker filters by), or undefined. */
+export function mentionQuery(text: string): string | undefined {
+  return /(?:^|\s)@([^\s@]*)$/.exec(text)?.[1];
+}
+
+/** Members matching a mention query (by name or number), at most `max`. */
+export function mentionCandidates(participants: GroupParticipant[], query: string, max = 6): GroupParticipant[] {
+  const q = query.toLowerCase();
+  return participants
+    .filter((p) => participantName(p).toLowerCase().includes(q) || p.jid.split('@')[0]!.includes(q))
+    .slice(0, max);
+}
 import { ActionIcon, Button, Checkbox, CloseButton, Group, Menu, Modal, NumberInput, Paper, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { IconAddressBook, IconMapPin, IconPaperclip, IconPlus, IconSend } from '@tabler/icons-react';
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { errorMessage, type SendKind } from '../api/client.ts';
-import type { Message } from '../api/types.ts';
+import type { GroupParticipant, Message } from '../api/types.ts';
+import { mentionsIn, mentionToken, participantName } from './GroupInfo.tsx';
 import { canEdit, useThread } from '../stores/thread.ts';
 import { useChats } from '../stores/chats.ts';
 import { useClient } from '../stores/session.ts';
@@ -37,6 +53,7 @@ function optimistic(id: string, chatId: string, text: string, quotedMessageId: s
     quotedMessageId,
     media: null,
     ack: local.state === 'pending' ? 0 : null,
+    mentions: [],
     editedAt: null,
     reactions: [],
     local,
@@ -52,7 +69,18 @@ function readBase64(file: File): Promise<string> {
   });
 }
 
-export function Composer({ connectionId, chatId, disabled }: { connectionId: string; chatId: string; disabled: boolean }) {
+export function Composer({
+  connectionId,
+  chatId,
+  disabled,
+  participants,
+}: {
+  connectionId: string;
+  chatId: string;
+  disabled: boolean;
+  /** Members of a group chat (enables @ mentions). */
+  participants?: GroupParticipant[] | undefined;
+}) {
   const client = useClient();
   const { replyTo, editing, setReplyTo, setEditing, upsert, remove, applyEdit } = useThread();
   const applyMessage = useChats((s) => s.applyMessage);
@@ -129,7 +157,14 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
     }
     // An optimistic bubble at once (pending tick); the stored message replaces it when the API answers, or it
     // turns into a failed bubble with Retry. The send itself waits for the presence delay on the server.
-    const input = { chatId, text: body, ...(replyTo && { replyTo: replyTo.id }), ...(skipPresence && { skipPresence: true }) };
+    const mentions = participants ? mentionsIn(body, participants) : [];
+    const input = {
+      chatId,
+      text: body,
+      ...(replyTo && { replyTo: replyTo.id }),
+      ...(skipPresence && { skipPresence: true }),
+      ...(mentions.length > 0 && { mentions }),
+    };
     const localId = `local-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
     const attempt = () => {
       upsert(optimistic(localId, chatId, body, replyTo?.id ?? null, { state: 'pending' }));
@@ -146,8 +181,18 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
     setText('');
   };
 
+  const query = participants && !editing ? mentionQuery(text) : undefined;
+  const candidates = query !== undefined && participants ? mentionCandidates(participants, query) : [];
+  const pickMention = (p: GroupParticipant) => {
+    setText((t) => t.replace(/@([^\s@]*)$/, `${mentionToken(p)} `));
+    input.current?.focus();
+  };
+
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing && candidates.length > 0) {
+      e.preventDefault();
+      pickMention(candidates[0]!);
+    } else if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
       e.preventDefault();
       submit();
     } else if (e.key === 'Escape' && (editing || replyTo)) {
@@ -171,6 +216,7 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
         filename: file.name,
         ...(file.type && { mimetype: file.type }),
         ...(caption.trim() && kind !== 'audio' && { caption: caption.trim() }),
+        ...(participants && kind !== 'audio' && mentionsIn(caption, participants).length > 0 && { mentions: mentionsIn(caption, participants) }),
         ...(replyTo && { replyTo: replyTo.id }),
         ...(skipPresence && { skipPresence: true }),
       });
@@ -202,6 +248,29 @@ export function Composer({ connectionId, chatId, disabled }: { connectionId: str
             }}
           />
         </Group>
+      )}
+      {candidates.length > 0 && (
+        <Paper withBorder p={4} mb={6} role="listbox" aria-label="Mention a member" data-testid="mention-picker">
+          {candidates.map((p) => (
+            <Button
+              key={p.jid}
+              variant="subtle"
+              size="compact-sm"
+              fullWidth
+              justify="flex-start"
+              role="option"
+              aria-selected={false}
+              onMouseDown={(e) => e.preventDefault()}
+              onClick={() => pickMention(p)}
+              data-testid="mention-option"
+            >
+              {participantName(p)}
+              <Text span size="xs" c="dimmed" ml={6} className="mono">
+                {mentionToken(p)}
+              </Text>
+            </Button>
+          ))}
+        </Paper>
       )}
       <Group align="flex-end" gap="xs" wrap="nowrap">
         <Menu position="top-start" withinPortal disabled={disabled || !!editing}>

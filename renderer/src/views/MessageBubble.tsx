@@ -111,8 +111,8 @@ export const MessageBubble = memo(function MessageBubble({
       aria-label={`${who} at ${time}`}
     >
       {!m.fromMe && m.chatId.endsWith('@g.us') && (
-        <Text size="xs" fw={600} c="teal">
-          {m.senderPushName || m.senderJid}
+        <Text size="xs" fw={600} c="teal" data-testid="message-sender">
+          {m.senderPushName || (m.senderJid.endsWith('@s.whatsapp.net') ? `+${m.senderJid.split('@')[0]}` : m.senderJid)}
         </Text>
       )}
       {m.quotedMessageId && (

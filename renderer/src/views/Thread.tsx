@@ -3,9 +3,12 @@
  * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
 import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
-import { IconArrowLeft } from '@tabler/icons-react';
-import { Fragment, useEffect, useLayoutEffect, useRef } from 'react';
+import { IconArrowLeft, IconUsers } from '@tabler/icons-react';
+import { Fragment, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
+import { useAsync } from '../hooks.ts';
+import type { GroupInfo, GroupParticipant } from '../api/types.ts';
+import { GroupInfoPanel } from './GroupInfo.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
 import { Composer } from './Composer.tsx';
@@ -161,6 +164,9 @@ export function Thread({
   const openChat = useThread((s) => s.openChat);
   const close = useThread((s) => s.close);
   const remoteTyping = useThread((s) => s.typing);
+  const isGroup = chatId.endsWith('@g.us');
+  // Members of a group chat, for the composer's @ mentions (loaded by GroupHeader, which only group chats mount).
+  const [participants, setParticipants] = useState<GroupParticipant[] | undefined>(undefined);
 
   useEffect(() => {
     void openChat(client, connectionId, chatId);
@@ -185,6 +191,7 @@ export function Thread({
           </Text>
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
+        {isGroup && <GroupHeader key={chatId} connectionId={connectionId} chatId={chatId} online={online} onParticipants={setParticipants} />}
         {!online && (
           <Badge color="orange" variant="light">
             Offline: read only
@@ -192,7 +199,36 @@ export function Thread({
         )}
       </Group>
       <MessageList connectionId={connectionId} />
-      <Composer connectionId={connectionId} chatId={chatId} disabled={!online} />
+      <Composer connectionId={connectionId} chatId={chatId} disabled={!online} participants={isGroup ? participants : undefined} />
+    </>
+  );
+}
+
+/** The thread header's Group info button and panel; loads the members (again when the panel opens). */
+function GroupHeader({
+  connectionId,
+  chatId,
+  online,
+  onParticipants,
+}: {
+  connectionId: string;
+  chatId: string;
+  online: boolean;
+  onParticipants: (p: GroupParticipant[] | undefined) => void;
+}) {
+  const client = useClient();
+  const [open, setOpen] = useState(false);
+  const group = useAsync<GroupInfo | undefined>(
+    () => (online ? client.group(connectionId, chatId) : Promise.resolve(undefined)),
+    [client, connectionId, chatId, online, open],
+  );
+  useEffect(() => onParticipants(group.data?.participants), [group.data, onParticipants]);
+  return (
+    <>
+      <ActionIcon variant="subtle" onClick={() => setOpen(true)} aria-label="Group info" data-testid="group-info-open" disabled={!online}>
+        <IconUsers size={18} />
+      </ActionIcon>
+      <GroupInfoPanel opened={open} onClose={() => setOpen(false)} group={group} />
     </>
   );
 }

@@ -21,7 +21,15 @@ const common = {
 
 const strict = <T extends TProperties>(props: T) => Type.Object(props, { additionalProperties: false });
 
-const SendTextBody = strict({ ...common, text: Type.String({ minLength: 1, maxLength: 65536 }) });
+/** @-mentions of a text or caption (WhatsApp shows them as links to the members). */
+const mentions = Type.Optional(
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+    maxItems: 256,
+    description: 'Who the text or caption @-mentions: international numbers or user JIDs (the text names them as @<digits>)',
+  }),
+);
+
+const SendTextBody = strict({ ...common, mentions, text: Type.String({ minLength: 1, maxLength: 65536 }) });
 
 const mediaFields = {
   url: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'https:// URL the service downloads the file from' })),
@@ -31,7 +39,7 @@ const mediaFields = {
   caption: Type.Optional(Type.String({ maxLength: 4096 })),
 } satisfies TProperties;
 
-const MediaBody = strict({ ...common, ...mediaFields });
+const MediaBody = strict({ ...common, ...mediaFields, mentions });
 const AudioBody = strict({
   ...common,
   ...mediaFields,

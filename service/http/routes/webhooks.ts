@@ -27,6 +27,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.edited',
   'message.revoked',
   'presence.update',
+  'group.update',
+  'group.participants',
   'webhook.test',
 ] as const;
 
