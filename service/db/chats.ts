@@ -50,6 +50,7 @@ export function chatsRepo(db: Db) {
               COALESCE(k.name, k.push_name) AS contact_name
        FROM chats c LEFT JOIN contacts k ON k.connection_id = c.connection_id AND k.jid = c.id
        WHERE c.connection_id = @connectionId AND (@unreadOnly = 0 OR c.unread > 0)
+         AND (@includeStatus = 1 OR c.id <> 'status@broadcast')
        ORDER BY c.last_ts IS NULL, c.last_ts DESC, c.id LIMIT @limit OFFSET @offset`,
     ),
   };
@@ -90,8 +91,15 @@ export function chatsRepo(db: Db) {
       return (q.unread.get(connectionId, chatId) as { unread: number } | undefined)?.unread;
     },
     /** Chats by most recent message; `offset` counts chats. */
-    list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean }): Chat[] {
-      const rows = q.list.all({ connectionId, limit: opts.limit, offset: opts.offset, unreadOnly: opts.unreadOnly ? 1 : 0 }) as RawRow[];
+    /** Chats by latest message; the status posts pseudo-chat (`status@broadcast`) only with `includeStatus`. */
+    list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean; includeStatus?: boolean }): Chat[] {
+      const rows = q.list.all({
+        connectionId,
+        limit: opts.limit,
+        offset: opts.offset,
+        unreadOnly: opts.unreadOnly ? 1 : 0,
+        includeStatus: opts.includeStatus ? 1 : 0,
+      }) as RawRow[];
       return rows.map((r) => ({
         id: r.id,
         name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,

@@ -261,7 +261,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const candidates = [given, given.replace(/^\+/, '').replace(/\D/g, '') + '@s.whatsapp.net', given.replace(/@c\.us$/, '@s.whatsapp.net')];
       const target = storedMessage(connectionId, messageId, candidates);
       if (!target.fromMe) throw forbidden('Only your own messages can be edited');
-      if (target.type !== 'text') throw badRequest('Only text messages can be edited');
+      if (target.kind !== 'text') throw badRequest('Only text messages can be edited');
       if (now() - target.timestamp * 1000 > EDIT_WINDOW_MS) {
         throw badRequest('Messages can only be edited within 15 minutes of sending');
       }

@@ -1,7 +1,8 @@
 /**
  * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
- * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName` and `quotedMessageId`.
+ * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `kind`, `pushName`, `quotedMessageId` and
+ * the structured content fields that are set (location, contacts, poll, selection, album, albumId; issue #13).
  */
 import type { MessageCore } from '../db/messages.ts';
 
@@ -18,6 +19,8 @@ export interface MessageEventPayload {
   timestamp: number;
   fromMe: boolean;
   type: string;
+  kind: string;
+  rawType?: string;
   pushName: string;
   quotedMessageId: string | null;
   hasMedia: boolean;
@@ -34,10 +37,15 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
     timestamp: m.timestamp,
     fromMe: m.fromMe,
     type: m.type,
+    kind: m.kind,
     pushName: m.senderPushName,
     quotedMessageId: m.quotedMessageId,
     hasMedia: m.media !== null,
   };
   if (m.media) payload.media = { ...m.media };
+  if (m.rawType) payload.rawType = m.rawType;
+  for (const k of ['location', 'contacts', 'poll', 'selection', 'album', 'albumId'] as const) {
+    if (m[k] != null) payload[k] = m[k];
+  }
   return payload;
 }

@@ -17,6 +17,7 @@ const ChatsQuery = Type.Object({
   limit: Limit,
   offset: Offset,
   unread_only: Type.Boolean({ default: false, description: 'true: only chats with unread messages' }),
+  include_status: Type.Boolean({ default: false, description: 'true: also list status posts (status@broadcast)' }),
 });
 
 export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
@@ -25,8 +26,8 @@ export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const { limit, offset, unread_only } = request.query;
-      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only });
+      const { limit, offset, unread_only, include_status } = request.query;
+      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status });
     },
   );
 };
