@@ -9,6 +9,7 @@
  */
 import {
   getContentType,
+  isJidBroadcast,
   isJidGroup,
   isLidUser,
   jidNormalizedUser,
@@ -127,8 +128,10 @@ export function lidPairsOf(key: WAMessageKey): Array<{ lid: string; pn: string }
       else if (isLidUser(y) && x.endsWith('@s.whatsapp.net')) out.push({ lid: y, pn: x });
     }
   };
-  if (k.remoteJid && !isJidGroup(k.remoteJid)) pair(k.remoteJid, k.remoteJidAlt, k.senderPn, k.senderLid);
-  pair(k.participant, k.participantAlt, k.participantPn, k.participantLid);
+  const broadcast = !!k.remoteJid && isJidBroadcast(k.remoteJid);
+  if (k.remoteJid && !isJidGroup(k.remoteJid) && !broadcast) pair(k.remoteJid, k.remoteJidAlt, k.senderPn, k.senderLid);
+  // Status/broadcast keys carry the author's other address in remoteJidAlt (Baileys issue #2652).
+  pair(k.participant, k.participantAlt, k.participantPn, k.participantLid, broadcast ? k.remoteJidAlt : null);
   return out;
 }
 
@@ -138,10 +141,11 @@ function remoteAltOf(key: WAMessageKey): string | undefined {
   return k.remoteJidAlt ?? k.senderPn ?? undefined;
 }
 
-/** The phone-number alternative of the participant of a key, if it carries one. */
+/** The phone-number alternative of the participant of a key (for status posts also `remoteJidAlt`), if any. */
 function participantAltOf(key: WAMessageKey): string | undefined {
   const k = key as KeyWithAlts;
-  return k.participantAlt ?? k.participantPn ?? undefined;
+  const broadcastAlt = k.remoteJid && isJidBroadcast(k.remoteJid) ? k.remoteJidAlt : undefined;
+  return k.participantAlt ?? k.participantPn ?? broadcastAlt ?? undefined;
 }
 
 /** Chat id of a message key: the PN JID for 1:1 chats where known, the group JID for groups. */
@@ -239,7 +243,7 @@ export function pollCreationOf(content: proto.IMessage): PollCreation | undefine
 }
 
 /** Structured content (null where absent) of an unwrapped content message. */
-function structuredOf(content: proto.IMessage, chatId: string, ctx: ModelContext, fromMe: boolean): MessageContent {
+function structuredOf(content: proto.IMessage, outer: proto.IMessage | null | undefined, chatId: string, fromMe: boolean): MessageContent {
   const out: MessageContent = { ...EMPTY_CONTENT };
   const loc = content.locationMessage;
   const live = content.liveLocationMessage;
@@ -291,7 +295,8 @@ function structuredOf(content: proto.IMessage, chatId: string, ctx: ModelContext
   }
   const album = content.albumMessage;
   if (album) out.album = { expectedImages: album.expectedImageCount ?? 0, expectedVideos: album.expectedVideoCount ?? 0 };
-  const assoc = content.messageContextInfo?.messageAssociation;
+  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper.
+  const assoc = content.messageContextInfo?.messageAssociation ?? outer?.messageContextInfo?.messageAssociation;
   if (assoc?.parentMessageKey?.id && assoc.associationType === proto.MessageAssociation.AssociationType.MEDIA_ALBUM) {
     const parentFromMe = assoc.parentMessageKey.fromMe ?? fromMe;
     out.albumId = messageIdOf(!!parentFromMe, chatId, assoc.parentMessageKey.id);
@@ -408,7 +413,7 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     text: textOf(content),
     quotedMessageId,
     media: mediaOf(content, keyId, ctx),
-    ...structuredOf(content, chatId, ctx, fromMe),
+    ...structuredOf(content, msg.message, chatId, fromMe),
     ack: fromMe ? (msg.status ?? null) : null,
     raw: proto.WebMessageInfo.encode(msg as proto.IWebMessageInfo).finish(),
     messageSecret: secret && secret.length > 0 ? secret : null,
