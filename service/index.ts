@@ -133,6 +133,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(opts.now && { now: opts.now }),
       ...(opts.urlFetchDispatcher && { urlFetchDispatcher: opts.urlFetchDispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      ...(config.downloadStatusMedia && { downloadStatusMedia: true }),
+      ...(config.onlineFallbackMs !== undefined && { onlineFallbackMs: config.onlineFallbackMs }),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 

@@ -45,6 +45,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       media,
       ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
+      ...(opts.downloadStatusMedia && { downloadStatusMedia: true }),
+      ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
     });
     sessions.set(connectionId, session);
     session.start();

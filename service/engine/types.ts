@@ -33,6 +33,10 @@ export interface EngineOptions {
   urlFetchDispatcher?: Dispatcher;
   /** How long a connection attempt may take to reach the QR or the logged-in state, in ms (20 000). */
   connectTimeoutMs?: number;
+  /** Download status-post media as it arrives (`serve --download-status-media`); otherwise only on request. */
+  downloadStatusMedia?: boolean;
+  /** How long a logged-in session waits for the offline-delivered marker before going online anyway, in ms (20 000). */
+  onlineFallbackMs?: number;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document';
@@ -63,6 +67,7 @@ export type SendInput = SendCommon &
     | ({ type: 'audio'; ptt?: boolean } & MediaFields)
     | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
     | { type: 'contact'; name: string; phoneNumber: string }
+    | { type: 'poll'; name: string; options: string[]; selectableCount?: number }
   );
 
 /** A media file ready to stream. */

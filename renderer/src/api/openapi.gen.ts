@@ -1242,6 +1242,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description true: also list status posts (status@broadcast) */
+                    include_status?: boolean;
                     limit?: number;
                     offset?: number;
                     /** @description true: only chats with unread messages */
@@ -1388,27 +1390,60 @@ export interface paths {
                             historyStartsAt: number | null;
                             messages: {
                                 ack: number | null;
+                                album: {
+                                    expectedImages: number;
+                                    expectedVideos: number;
+                                } | null;
+                                albumId: string | null;
                                 chatId: string;
+                                contacts: {
+                                    name: string;
+                                    phoneNumbers: string[];
+                                    vcard: string;
+                                }[] | null;
                                 editedAt: number | null;
                                 fromMe: boolean;
                                 id: string;
+                                kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                                location: {
+                                    address: string | null;
+                                    isLive: boolean;
+                                    latitude: number;
+                                    longitude: number;
+                                    name: string | null;
+                                    url: string | null;
+                                } | null;
                                 media: {
                                     filename: string | null;
                                     mimetype: string;
                                     size: number | null;
                                     url: string;
                                 } | null;
+                                poll: {
+                                    name: string;
+                                    options: {
+                                        name: string;
+                                        voters: string[];
+                                        votes: number;
+                                    }[];
+                                    selectableCount: number;
+                                } | null;
                                 quotedMessageId: string | null;
+                                rawType: string | null;
                                 reactions: {
                                     emoji: string;
                                     senderJid: string;
                                     timestamp: number;
                                 }[];
+                                selection: {
+                                    id: string;
+                                    title: string;
+                                } | null;
                                 senderJid: string;
                                 senderPushName: string;
                                 text: string;
                                 timestamp: number;
-                                type: string;
+                                type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                             }[];
                             nextBefore: string | null;
                         };
@@ -1969,27 +2004,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -2093,27 +2161,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -2453,27 +2554,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -2719,27 +2853,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -2874,27 +3041,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3022,27 +3222,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3175,27 +3408,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3328,27 +3594,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3477,27 +3776,247 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/send-poll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a poll (votes arrive as poll.vote events and on the poll message)
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description The question */
+                        name: string;
+                        /** @description 2 to 12 distinct options */
+                        options: string[];
+                        /** @description Id of the message to quote */
+                        replyTo?: string;
+                        /**
+                         * @description How many options a voter may pick (1 = single choice)
+                         * @default 1
+                         */
+                        selectableCount?: number;
+                        /** @description true: no read receipt, typing indicator or delay */
+                        skipPresence?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3630,27 +4149,60 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
                                 url: string;
                             } | null;
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -5517,4 +6069,4 @@ export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
 /** Event types the service emits (webhooks may subscribe to each, or to `*`). */
-export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","presence.update","webhook.test"] as const;
+export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","message.waiting","poll.vote","presence.update","webhook.test"] as const;
