@@ -15,7 +15,11 @@
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
- *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact }
+ *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact |
+ *          poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
+ *          contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } } (rich-content.ts)
+ *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } | 400 | 404 — vote (encrypted
+ *        with the poll's secret) on a poll of the conversation with `to`; [] withdraws the vote
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
  *        name?, address? }; contact = { name, phoneNumber } (a vCard is built); replyTo = id of an earlier
  *        message in that conversation (either direction)
@@ -45,6 +49,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
+import { buildPollVote, buildRichContent, RICH_CONTENT_FIELDS, RichContentError } from './rich-content.ts';
 import { MEDIA_KINDS, type MediaKind } from './media.ts';
 import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
@@ -59,6 +64,16 @@ const MAX_MEDIA_BODY = 96 * 1024 * 1024;
 const MAX_HISTORY = 200_000;
 const MAX_TEXT = 65536;
 const MAX_NAME = 100;
+
+/** Runs a rich-content builder, turning its input errors into 400s. */
+function richOrBadRequest<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof RichContentError) throw new HttpError(400, err.message);
+    throw err;
+  }
+}
 
 class HttpError extends Error {
   constructor(
@@ -121,7 +136,7 @@ function requireString(body: Json, key: string, max: number, field = key): strin
   return v;
 }
 
-const CONTENT_FIELDS = ['text', ...MEDIA_KINDS, 'location', 'contact'] as const;
+const CONTENT_FIELDS = ['text', ...MEDIA_KINDS, 'location', 'contact', ...RICH_CONTENT_FIELDS] as const;
 
 function asObject(v: unknown, field: string): Json {
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError(400, `${field} must be an object`);
@@ -366,13 +381,34 @@ export function createAdminHandler(
         if (!pn) throw new HttpError(400, 'contact.phoneNumber must be an E.164 phone number');
         const vcard = buildVcard({ name, phoneNumber: formatPhoneNumber(pn) });
         message = { contactMessage: { displayName: name, vcard, ...(contextInfo ? { contextInfo } : {}) } };
+      } else if ((RICH_CONTENT_FIELDS as readonly string[]).includes(kind)) {
+        message = richOrBadRequest(() => buildRichContent(kind as (typeof RICH_CONTENT_FIELDS)[number], body[kind], contextInfo));
       } else {
-        const input = parseMedia(body[kind], kind);
+        const input = parseMedia(body[kind] as unknown, kind as MediaKind);
         const hosted = await ctx.media.hostMedia(input.data, input.kind);
         message = mediaMessage(input, { ...hosted, fileLength: input.data.length }, contextInfo);
         mediaPlaintext = input.data;
       }
       const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });
+      return send(res, 201, { id });
+    }
+    if (sub === 'poll-votes') {
+      // { to, pollId, options[] }: this phone votes on a poll of its conversation with `to` (issue #13).
+      if (method !== 'POST') throw new HttpError(405, 'Method not allowed');
+      const body = await readJson(req);
+      const recipient = recipientOf(body, account);
+      const pollId = requireString(body, 'pollId', 128);
+      const poll = store.findMessageInChat(account.pn, recipient.pn, pollId);
+      if (!poll) throw new HttpError(400, 'pollId must be a poll in this conversation');
+      const message = richOrBadRequest(() =>
+        buildPollVote(
+          proto.Message.decode(poll.message),
+          pollId,
+          { creatorJid: pnJid(poll.fromPn), voterJid: pnJid(account.pn), chatJid: pnJid(recipient.pn), creatorIsVoter: poll.fromPn === account.pn },
+          body.options,
+        ),
+      );
+      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message);
       return send(res, 201, { id });
     }
     if (sub === 'reactions') {
