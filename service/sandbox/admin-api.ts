@@ -18,6 +18,7 @@
  *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact |
  *          poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *          contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } } (rich-content.ts)
+ *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker (extra)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } | 400 | 404 — vote (encrypted
  *        with the poll's secret) on a poll of the conversation with `to`; [] withdraws the vote
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
@@ -247,6 +248,15 @@ export function createAdminHandler(
         online: ctx.delivery.onlineCount,
         pairing: ctx.pairing.waitingCount,
       });
+    }
+    if (path === '/faults/offline-marker') {
+      // { withhold: boolean }: logins get no `<ib><offline/>` marker while set (issue #13: clients must not stall).
+      if (method !== 'PUT') throw new HttpError(405, 'Method not allowed');
+      const body = await readJson(req);
+      if (typeof body.withhold !== 'boolean') throw new HttpError(400, 'withhold must be a boolean');
+      ctx.delivery.withholdOfflineMarker = body.withhold;
+      res.writeHead(204).end();
+      return;
     }
     if (parts[0] !== 'accounts' || parts.length > 5) throw new HttpError(404, 'Route not found');
 

@@ -117,7 +117,14 @@ export class Delivery {
     this.sendOfflineMarker(conn, link.offlineSent);
   }
 
+  /** Fault injection (admin `PUT /faults/offline-marker`): logins get no offline-delivered marker while set. */
+  withholdOfflineMarker = false;
+
   private sendOfflineMarker(conn: ClientConnection, count: number): void {
+    if (this.withholdOfflineMarker) {
+      conn.log.info('offline-delivered marker withheld (fault injection)');
+      return;
+    }
     conn.send({
       tag: 'ib',
       attrs: { from: '@s.whatsapp.net' },

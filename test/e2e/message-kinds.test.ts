@@ -2,7 +2,8 @@
  * Message kinds end to end through the sandbox (issue #13): real Baileys receives what the simulated phones send.
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
- * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array.
+ * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
+ * a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
@@ -38,7 +39,8 @@ describe('message kinds end to end through the sandbox', () => {
   const chat = async (jid: string) => ((await s.api('GET', `/connections/${id}/chats`)).body as Json[]).find((c) => c.id === jid);
 
   beforeAll(async () => {
-    s = await startSandboxService();
+    // A short fallback, so the withheld-marker case below does not wait the default 20 s.
+    s = await startSandboxService({ config: { onlineFallbackMs: 3000 } });
     for (const [phoneNumber, pushName] of [[ALICE, 'Alice'], [BOB, 'Bob']]) {
       const res = await s.sandbox('POST', '/accounts', { phoneNumber, pushName });
       expect([201, 409]).toContain(res.status);
@@ -135,5 +137,22 @@ describe('message kinds end to end through the sandbox', () => {
       ['Bob', [BOB]],
       ['Carol', ['+15550107']],
     ]);
+  });
+
+  it('a re-login without the offline-delivered marker still goes online, and sends work', async () => {
+    expect((await s.sandbox('PUT', '/faults/offline-marker', { withhold: true })).status).toBe(204);
+    try {
+      const from = s.frames.length;
+      const restarted = await s.api('POST', `/connections/${id}/restart`);
+      expect(restarted.status).toBe(200);
+      await waitFor('connected, then online without the marker', async () => {
+        const statuses = s.frames.slice(from).filter((f) => f.event === 'session.status').map((f) => f.payload.status);
+        return statuses.includes('connected') && statuses.at(-1) === 'online' ? statuses : undefined;
+      }, { timeoutMs: 30_000 });
+      const sent = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'still here', skipPresence: true });
+      expect(sent.status).toBe(201);
+    } finally {
+      await s.sandbox('PUT', '/faults/offline-marker', { withhold: false });
+    }
   });
 });

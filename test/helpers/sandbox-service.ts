@@ -55,7 +55,9 @@ export interface SandboxService {
 
 export const enc = (phone: string) => encodeURIComponent(phone);
 
-export async function startSandboxService(opts: StartOptions & { typingDelayMs?: { min: number; max: number } } = {}): Promise<SandboxService> {
+export async function startSandboxService(
+  opts: StartOptions & { typingDelayMs?: { min: number; max: number }; config?: Partial<ServiceConfig> } = {},
+): Promise<SandboxService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-msg-'));
   const setup = openStore(dataDir);
   const user = setup.users.ensure('e2e');
@@ -71,6 +73,7 @@ export async function startSandboxService(opts: StartOptions & { typingDelayMs?:
     logLevel: (process.env.SWITCHBOARD_LOG_LEVEL as ServiceConfig['logLevel']) ?? 'warn',
     workerId: 'local',
     typingDelayMs: opts.typingDelayMs ?? { min: 0, max: 0 },
+    ...opts.config,
   };
   const service = await startService(config, {
     ...(opts.logger && { logger: opts.logger }),
