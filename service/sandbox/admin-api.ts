@@ -17,7 +17,8 @@
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
  *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact |
  *          poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
- *          contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } } (rich-content.ts)
+ *          contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } } (rich-content.ts);
+ *        status: true posts it as a status (from status@broadcast, participant = this phone) seen by `to`
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker (extra)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } | 400 | 404 — vote (encrypted
  *        with the poll's secret) on a poll of the conversation with `to`; [] withdraws the vote
@@ -399,7 +400,9 @@ export function createAdminHandler(
         message = mediaMessage(input, { ...hosted, fileLength: input.data.length }, contextInfo);
         mediaPlaintext = input.data;
       }
-      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });
+      if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
+      const statusBroadcast = body.status === true;
+      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext, statusBroadcast });
       return send(res, 201, { id });
     }
     if (sub === 'poll-votes') {

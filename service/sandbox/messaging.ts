@@ -122,7 +122,7 @@ export class Messaging {
     from: AccountRow,
     to: AccountRow,
     message: proto.IMessage,
-    opts: { mediaPlaintext?: Buffer } = {},
+    opts: { mediaPlaintext?: Buffer; statusBroadcast?: boolean } = {},
   ): Promise<{ id: string; timestamp: number }> {
     const { store } = this.ctx;
     const id = newMessageId();
@@ -146,13 +146,17 @@ export class Messaging {
           msgId: id,
           kind: 'message',
           senderPn: from.pn,
-          attrs: {
-            ...baseAttrs,
-            from: pnJid(from.pn),
-            t: String(ts),
-            notify: from.pushName,
-            sender_lid: lidJid(from.lid),
-          },
+          // A status post comes from status@broadcast with its author as participant (issue #13); the phones'
+          // 1:1 session encrypts it, which Baileys accepts for broadcasts (author = participant).
+          attrs: opts.statusBroadcast
+            ? { ...baseAttrs, from: 'status@broadcast', participant: pnJid(from.pn), t: String(ts), notify: from.pushName }
+            : {
+                ...baseAttrs,
+                from: pnJid(from.pn),
+                t: String(ts),
+                notify: from.pushName,
+                sender_lid: lidJid(from.lid),
+              },
           plaintext: bytes,
           encType: null,
           ciphertext: null,

@@ -3,8 +3,10 @@
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
- * a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
+ * a status post (author, not in chats, no eager download); a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -137,6 +139,30 @@ describe('message kinds end to end through the sandbox', () => {
       ['Bob', [BOB]],
       ['Carol', ['+15550107']],
     ]);
+  });
+
+  it('a status post is attributed to its author, hidden from chats, never unread, and its media not fetched eagerly', async () => {
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const key = await fromPhone(BOB, { to: PHONE, status: true, image: { base64: png.toString('base64'), mimetype: 'image/png', caption: 'Sunset' } });
+    const m = await stored('status@broadcast', key);
+    expect(m).toMatchObject({ chatId: 'status@broadcast', senderJid: BOB_JID, fromMe: false, type: 'image', kind: 'image', text: 'Sunset' });
+    const chats = (await s.api('GET', `/connections/${id}/chats`)).body as Json[];
+    expect(chats.map((c) => c.id)).not.toContain('status@broadcast');
+    const withStatus = (await s.api('GET', `/connections/${id}/chats?include_status=true`)).body as Json[];
+    expect(withStatus.find((c) => c.id === 'status@broadcast')).toMatchObject({ unread: 0, lastMessage: { body: 'Sunset' } });
+    // Not downloaded at arrival: a chat image sent after it is downloaded eagerly (the download queue is FIFO), and
+    // by then the status media would have been fetched too; it is not, until it is requested.
+    const onDisk = (url: string) => fs.existsSync(path.join(s.dataDir, 'media', id, decodeURIComponent(url.slice(url.lastIndexOf('/') + 1))));
+    const chatKey = await fromPhone(BOB, { to: PHONE, image: { base64: png.toString('base64'), mimetype: 'image/png' } });
+    const chatImage = await stored(BOB_JID, chatKey);
+    await waitFor('the chat image downloaded eagerly', async () => onDisk(chatImage.media.url) || undefined);
+    expect(onDisk(m.media.url)).toBe(false);
+    const media = await s.raw(`/connections/${id}/messages/${encodeURIComponent(m.id)}/media?chatId=status@broadcast`);
+    expect(media.status).toBe(200);
+    expect(media.bytes.equals(png)).toBe(true);
   });
 
   it('a re-login without the offline-delivered marker still goes online, and sends work', async () => {
