@@ -18,7 +18,8 @@
  *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact |
  *          poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *          contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } } (rich-content.ts);
- *        status: true posts it as a status (from status@broadcast, participant = this phone) seen by `to`
+ *        status: true posts it as a status (from status@broadcast, participant = this phone) seen by `to`;
+ *        undecryptable: true makes the first delivery undecryptable, the companion's retry receipt gets the real one
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker (extra)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } | 400 | 404 — vote (encrypted
  *        with the poll's secret) on a poll of the conversation with `to`; [] withdraws the vote
@@ -402,7 +403,11 @@ export function createAdminHandler(
       }
       if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
       const statusBroadcast = body.status === true;
-      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext, statusBroadcast });
+      if (body.undecryptable !== undefined && typeof body.undecryptable !== 'boolean') {
+        throw new HttpError(400, 'undecryptable must be a boolean');
+      }
+      const undecryptableFirst = body.undecryptable === true;
+      const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext, statusBroadcast, undecryptableFirst });
       return send(res, 201, { id });
     }
     if (sub === 'poll-votes') {

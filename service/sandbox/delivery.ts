@@ -27,6 +27,10 @@ import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
 import { companionAddress } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
+import { randomBytes } from 'node:crypto';
+
+/** Outbox attribute (never sent) marking a message whose first delivery is undecryptable on purpose. */
+export const GARBLE_ATTR = 'sandbox:garble';
 
 const PUMP_BATCH = 64;
 const MAX_ATTEMPTS = 5;
@@ -250,7 +254,12 @@ export class Delivery {
     let type: string;
     let ciphertext: Buffer;
     try {
-      if (row.ciphertext && row.encType) {
+      if (row.attrs[GARBLE_ATTR] === '1' && retryCount === undefined) {
+        // Fault injection (admin `undecryptable: true`): the first delivery cannot be decrypted; the companion's
+        // retry receipt gets the real message (below), as when a phone's session was out of step.
+        type = 'msg';
+        ciphertext = randomBytes(64);
+      } else if (row.ciphertext && row.encType) {
         type = row.encType;
         ciphertext = row.ciphertext;
       } else if (row.plaintext && row.senderPn) {
@@ -276,6 +285,7 @@ export class Delivery {
     const encAttrs: Record<string, string> = { v: '2', type };
     // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail)
     for (const [k, v] of Object.entries(row.attrs)) {
+      if (k === GARBLE_ATTR) continue;
       if (k.startsWith('enc:')) encAttrs[k.slice(4)] = v;
       else attrs[k] = v;
     }

@@ -3,7 +3,7 @@
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
- * a status post (author, not in chats, no eager download); a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
+ * a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -163,6 +163,21 @@ describe('message kinds end to end through the sandbox', () => {
     const media = await s.raw(`/connections/${id}/messages/${encodeURIComponent(m.id)}/media?chatId=status@broadcast`);
     expect(media.status).toBe(200);
     expect(media.bytes.equals(png)).toBe(true);
+  });
+
+  it('an undecryptable message is stored as a placeholder and replaced in place when its retry arrives', async () => {
+    const from = s.frames.length;
+    const key = await fromPhone(ALICE, { to: PHONE, undecryptable: true, text: 'decrypted on retry' });
+    const messageId = `false_${ALICE_JID}_${key}`;
+    const real = await s.frame('the real message', (f) => f.event === 'message' && f.payload.id === messageId, 30_000);
+    expect(real.payload).toMatchObject({ kind: 'text', body: 'decrypted on retry' });
+    const mine = s.frames.slice(from).filter((f) => f.payload?.id === messageId).map((f) => f.event);
+    expect(mine).toEqual(['message.waiting', 'message']); // the placeholder first, then one message event, no duplicate
+    expect(s.frames.slice(from).find((f) => f.event === 'message.waiting')?.payload).toMatchObject({ id: messageId, kind: 'undecryptable', body: '' });
+    const page = await s.api('GET', `/connections/${id}/chats/${ALICE_JID}/messages?limit=5`);
+    const copies = (page.body.messages as Json[]).filter((m) => m.id === messageId);
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatchObject({ kind: 'text', type: 'text', text: 'decrypted on retry' });
   });
 
   it('a re-login without the offline-delivered marker still goes online, and sends work', async () => {
