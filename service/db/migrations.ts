@@ -208,12 +208,14 @@ export const migrations: readonly string[] = [
   UPDATE messages SET
     kind = CASE
       WHEN type IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact', 'sticker', 'revoked') THEN type
+      WHEN type = 'pollUpdate' THEN 'unsupported' -- votes stored as empty messages before votes were decrypted
       WHEN type LIKE 'poll%' THEN 'poll'
       WHEN type IN ('buttonsResponse') THEN 'buttons_response'
       WHEN type IN ('listResponse') THEN 'list_response'
       ELSE 'unsupported' END,
     raw_type = CASE
-      WHEN type IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact', 'sticker', 'revoked') OR type LIKE 'poll%'
+      WHEN type IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact', 'sticker', 'revoked')
+        OR (type LIKE 'poll%' AND type <> 'pollUpdate')
         OR type IN ('buttonsResponse', 'listResponse') THEN NULL
       ELSE type || 'Message' END;
   UPDATE messages SET type = CASE WHEN kind = 'sticker' THEN 'image' ELSE 'text' END

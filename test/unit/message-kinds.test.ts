@@ -154,7 +154,7 @@ describe('migration of stored messages to kinds', () => {
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, seq)
        VALUES (?, ?, ?, ?, 0, 1, ?, '', ?, '', ?)`,
     );
-    const old = ['text', 'image', 'sticker', 'revoked', 'pollCreation', 'pollCreationMessageV3', 'buttonsResponse', 'listResponse', 'event'];
+    const old = ['text', 'image', 'sticker', 'revoked', 'pollCreation', 'pollCreationMessageV3', 'buttonsResponse', 'listResponse', 'event', 'pollUpdate'];
     old.forEach((t, i) => insert.run(connectionId, `false_${ALICE}_K${i}`, ALICE, `K${i}`, ALICE, t, i + 1));
     db.close();
     const again = openDatabase(file);
@@ -171,6 +171,7 @@ describe('migration of stored messages to kinds', () => {
       { type: 'text', kind: 'buttons_response', raw_type: null },
       { type: 'text', kind: 'list_response', raw_type: null },
       { type: 'text', kind: 'unsupported', raw_type: 'eventMessage' },
+      { type: 'text', kind: 'unsupported', raw_type: 'pollUpdateMessage' },
     ]);
   });
 
