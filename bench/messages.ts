@@ -12,7 +12,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { encodeCursor, messageIdOf } from '../service/db/messages.ts';
+import { EMPTY_CONTENT, encodeCursor, messageIdOf } from '../service/db/messages.ts';
 import { openStore } from '../service/db/store.ts';
 import { createEngine } from '../service/engine/engine.ts';
 import { buildApp } from '../service/http/app.ts';
@@ -62,6 +62,9 @@ export async function run(args: string[]): Promise<BenchResult> {
             senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
             senderPushName: fromMe ? '' : 'Bench Contact',
             type: 'text',
+            kind: 'text',
+            rawType: null,
+            ...EMPTY_CONTENT,
             text: `Benchmark message number ${i} with a little body text to look realistic.`,
             quotedMessageId: null,
             media: null,

@@ -171,6 +171,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(opts.urlFetchTimeoutMs !== undefined && { urlFetchTimeoutMs: opts.urlFetchTimeoutMs }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
       storageHasRoom: () => disk.hasRoom(),
+      ...(config.downloadStatusMedia && { downloadStatusMedia: true }),
+      ...(config.onlineFallbackMs !== undefined && { onlineFallbackMs: config.onlineFallbackMs }),
     });
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 

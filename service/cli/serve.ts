@@ -30,6 +30,10 @@ Options:
   --worker-id ID           Worker name shown on connections (default local; env SWITCHBOARD_WORKER_ID)
   --typing-delay-ms MIN-MAX  Typing pause before sends without skipPresence (default 800-2500; 0 turns it off;
                            env SWITCHBOARD_TYPING_DELAY_MS)
+  --download-status-media  Download status-post media as it arrives (default: only when requested;
+                           env SWITCHBOARD_DOWNLOAD_STATUS_MEDIA=1)
+  --online-fallback-ms MS  A logged-in connection goes online this long after login even without the server's
+                           offline-delivered marker (default 20000; env SWITCHBOARD_ONLINE_FALLBACK_MS)
   --allow-lan-webhooks     Let webhooks (also http://) and send-* url fetches reach loopback/private/ULA/CGNAT
                            addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
   --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
@@ -97,6 +101,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'max-slots': { type: 'string' },
     'billing-currency': { type: 'string' },
     'allow-lan-webhooks': { type: 'boolean' },
+    'download-status-media': { type: 'boolean' },
+    'online-fallback-ms': { type: 'string' },
     'webhook-retry-delays': { type: 'string' },
     'event-retention-days': { type: 'string' },
     'jwt-issuer': { type: 'string' },
@@ -127,6 +133,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     logFormat: values['log-format'],
     workerId: values['worker-id'],
     typingDelayMs: values['typing-delay-ms'],
+    downloadStatusMedia: values['download-status-media'],
+    onlineFallbackMs: values['online-fallback-ms'],
     billingProvider: values['billing-provider'],
     stripePriceId: values['stripe-price-id'],
     stripeApiBase: values['stripe-api-base'],

@@ -37,6 +37,10 @@ export interface ServiceConfig {
   billing?: BillingConfig;
   /** Webhooks may target http:// and loopback/LAN addresses (also the `allowLanWebhooks` setting); absent: off. */
   allowLanWebhooks?: boolean;
+  /** Download status-post media as it arrives (issue #13); absent: only on request. */
+  downloadStatusMedia?: boolean;
+  /** ms a logged-in session waits for the offline-delivered marker before going online anyway; absent: 20 000. */
+  onlineFallbackMs?: number;
   /** ms before webhook attempts 1–5 (first must be 0); absent: 0, 5 s, 5 min, 30 min, 2 h. */
   webhookRetryDelaysMs?: number[];
   /** Days the event log keeps events (undelivered webhook events are kept longer); absent: 7. */
@@ -117,6 +121,8 @@ export interface ConfigFlags {
   maxSlots?: string;
   billingCurrency?: string;
   allowLanWebhooks?: boolean;
+  downloadStatusMedia?: boolean;
+  onlineFallbackMs?: string;
   webhookRetryDelays?: string;
   eventRetentionDays?: string;
   jwtIssuer?: string;
@@ -369,6 +375,7 @@ export function resolveServiceConfig(
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
     minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
     ...webhookSettings(flags, env),
+    ...messageSettings(flags, env),
     ...security(flags, env),
     ...userCaps(flags, env),
     ...billingSettings(flags, env),
@@ -435,6 +442,25 @@ function webhookSettings(
     ...(allowLan && { allowLanWebhooks: true }),
     ...(delays && { webhookRetryDelaysMs: delays }),
     ...(retention !== undefined && { eventRetentionDays: retention }),
+  };
+}
+
+/** Message ingestion settings (issue #13); only the ones set appear (env SWITCHBOARD_DOWNLOAD_STATUS_MEDIA, _ONLINE_FALLBACK_MS). */
+function messageSettings(flags: ConfigFlags, env: Env): Pick<ServiceConfig, 'downloadStatusMedia' | 'onlineFallbackMs'> {
+  const statusMedia =
+    flags.downloadStatusMedia === true ||
+    parseBool(setting(undefined, 'download-status-media', env, 'SWITCHBOARD_DOWNLOAD_STATUS_MEDIA'));
+  const fallback = setting(flags.onlineFallbackMs, 'online-fallback-ms', env, 'SWITCHBOARD_ONLINE_FALLBACK_MS');
+  let onlineFallbackMs: number | undefined;
+  if (fallback) {
+    onlineFallbackMs = Number(fallback.value);
+    if (!/^\d+$/.test(fallback.value) || onlineFallbackMs < 1000 || onlineFallbackMs > 600_000) {
+      throw invalid(fallback, 'expected milliseconds between 1000 and 600000');
+    }
+  }
+  return {
+    ...(statusMedia && { downloadStatusMedia: true }),
+    ...(onlineFallbackMs !== undefined && { onlineFallbackMs }),
   };
 }
 

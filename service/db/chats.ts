@@ -61,6 +61,7 @@ export function chatsRepo(db: Db) {
        WHERE c.connection_id = @connectionId AND (@unreadOnly = 0 OR c.unread > 0)
          AND (@like IS NULL OR c.name LIKE @like ESCAPE '\\' OR k.name LIKE @like ESCAPE '\\'
               OR k.push_name LIKE @like ESCAPE '\\' OR c.id LIKE @like ESCAPE '\\')
+         AND (@includeStatus = 1 OR c.id <> 'status@broadcast')
        ORDER BY c.last_ts IS NULL, c.last_ts DESC, c.id LIMIT @limit OFFSET @offset`,
     ),
   };
@@ -109,13 +110,24 @@ export function chatsRepo(db: Db) {
       return (q.unread.get(connectionId, chatId) as { unread: number } | undefined)?.unread;
     },
     /**
-     * Chats by most recent message; `offset` counts chats. `q` keeps the chats whose name, contact name, push name
-     * or JID contains it (case-insensitive for ASCII; a phone number matches its JID's digits).
+     * Chats by most recent message; `offset` counts chats; the status posts pseudo-chat (`status@broadcast`) only
+     * with `includeStatus`. `q` keeps the chats whose name, contact name, push name or JID contains it
+     * (case-insensitive for ASCII; a phone number matches its JID's digits).
      */
-    list(connectionId: string, opts: { limit: number; offset: number; unreadOnly: boolean; q?: string | undefined }): Chat[] {
+    list(
+      connectionId: string,
+      opts: { limit: number; offset: number; unreadOnly: boolean; includeStatus?: boolean; q?: string | undefined },
+    ): Chat[] {
       const term = opts.q?.trim().replace(/^\+/, '');
       const like = term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-      const rows = q.list.all({ connectionId, limit: opts.limit, offset: opts.offset, unreadOnly: opts.unreadOnly ? 1 : 0, like }) as RawRow[];
+      const rows = q.list.all({
+        connectionId,
+        limit: opts.limit,
+        offset: opts.offset,
+        unreadOnly: opts.unreadOnly ? 1 : 0,
+        includeStatus: opts.includeStatus ? 1 : 0,
+        like,
+      }) as RawRow[];
       return rows.map((r) => ({
         id: r.id,
         name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,

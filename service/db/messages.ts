@@ -6,6 +6,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
 
 export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'location', 'contact'] as const;
+export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /** Media attached to a message; `url` is the authenticated media-proxy URL path. */
 export interface MessageMedia {
@@ -24,16 +25,93 @@ export interface Reaction {
   timestamp: number;
 }
 
-/** The fields the message model produces (the spec's Message §2.5 plus `ack`). */
-export interface MessageCore {
+/**
+ * The precise kind of a message (closed vocabulary, issue #13); `type` (the spec's seven) is derived from it by
+ * `typeOfKind`: `sticker`/`album` → `image`, the rest outside the seven → `text`.
+ */
+export const MESSAGE_KINDS = [
+  ...MESSAGE_TYPES,
+  'sticker',
+  'poll',
+  'album',
+  'buttons_response',
+  'list_response',
+  'revoked',
+  'undecryptable',
+  'unsupported',
+] as const;
+export type MessageKindName = (typeof MESSAGE_KINDS)[number];
+
+/** The spec `type` of a kind. */
+export function typeOfKind(kind: MessageKindName): (typeof MESSAGE_TYPES)[number] {
+  if ((MESSAGE_TYPES as readonly string[]).includes(kind)) return kind as (typeof MESSAGE_TYPES)[number];
+  return kind === 'sticker' || kind === 'album' ? 'image' : 'text';
+}
+
+/** A location pin or a live location (a live location's caption is the message's `text`). */
+export interface MessageLocation {
+  latitude: number;
+  longitude: number;
+  name: string | null;
+  address: string | null;
+  url: string | null;
+  isLive: boolean;
+}
+
+/** One contact card of a contact message (one card or an array). */
+export interface MessageContact {
+  name: string;
+  phoneNumbers: string[];
+  vcard: string;
+}
+
+/** A poll with its aggregated votes (the latest vote of each voter counts). */
+export interface MessagePoll {
+  name: string;
+  selectableCount: number;
+  options: Array<{ name: string; votes: number; voters: string[] }>;
+}
+
+/** The option chosen in a buttons, list or template reply (`text` is its display text). */
+export interface MessageSelection {
+  id: string;
+  title: string;
+}
+
+/** Structured content of a message; each is null when absent. */
+export interface MessageContent {
+  location: MessageLocation | null;
+  contacts: MessageContact[] | null;
+  poll: MessagePoll | null;
+  selection: MessageSelection | null;
+  album: { expectedImages: number; expectedVideos: number } | null;
+  /** Message id of the album a media message belongs to. */
+  albumId: string | null;
+}
+
+export const EMPTY_CONTENT: MessageContent = {
+  location: null,
+  contacts: null,
+  poll: null,
+  selection: null,
+  album: null,
+  albumId: null,
+};
+
+/** The fields the message model produces (the spec's Message §2.5 plus `ack`, `kind` and structured content). */
+export interface MessageCore extends MessageContent {
+  /** Precise kind (MESSAGE_KINDS). */
+  kind: MessageKindName;
+  /** The proto field name of an `unsupported` message (e.g. `eventMessage`), else null. */
+  rawType: string | null;
   id: string;
   chatId: string;
   timestamp: number;
   fromMe: boolean;
   senderJid: string;
   senderPushName: string;
-  /** One of MESSAGE_TYPES, or the real type name of kinds the spec does not list (e.g. `sticker`). */
-  type: string;
+  /** One of MESSAGE_TYPES (derived from `kind`). */
+  type: MessageType;
   text: string;
   quotedMessageId: string | null;
   media: MessageMedia | null;
@@ -56,6 +134,8 @@ export interface Message extends MessageCore {
 export interface StoredMessage extends MessageCore {
   keyId: string;
   raw: Uint8Array | null;
+  /** A poll's 32-byte `messageSecret` (decrypts its votes); null for other messages. */
+  messageSecret?: Uint8Array | null;
 }
 
 export interface MessagePage {
@@ -79,21 +159,41 @@ interface RawRow {
   ack: number | null;
   edited_at: number | null;
   mentions: string | null;
+  kind: string;
+  raw_type: string | null;
+  content: string | null;
   raw?: Buffer | null;
   seq?: number;
 }
 
-const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions`;
+const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content`;
+
+function contentOf(json: string | null): MessageContent {
+  if (!json) return { ...EMPTY_CONTENT };
+  return { ...EMPTY_CONTENT, ...(JSON.parse(json) as Partial<MessageContent>) };
+}
+
+/** Only the non-null structured fields, as stored in the `content` column (null when there are none). */
+function contentJson(m: MessageContent): string | null {
+  const out: Partial<MessageContent> = {};
+  for (const k of Object.keys(EMPTY_CONTENT) as Array<keyof MessageContent>) {
+    if (m[k] != null) (out as Record<string, unknown>)[k] = m[k];
+  }
+  return Object.keys(out).length > 0 ? JSON.stringify(out) : null;
+}
 
 function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
   return {
+    kind: r.kind as MessageKindName,
+    rawType: r.raw_type,
+    ...contentOf(r.content),
     id: r.id,
     chatId: r.chat_id,
     timestamp: r.timestamp,
     fromMe: r.from_me === 1,
     senderJid: r.sender_jid,
     senderPushName: r.sender_push_name,
-    type: r.type,
+    type: r.type as MessageType,
     text: r.text,
     quotedMessageId: r.quoted_id,
     media: r.media ? (JSON.parse(r.media) as MessageMedia) : null,
@@ -107,6 +207,14 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
 /** The record of a message just inserted: no edits, no reactions yet (saves reading it back). */
 export function newMessageRecord(m: MessageCore): Message {
   return {
+    kind: m.kind,
+    rawType: m.rawType,
+    location: m.location,
+    contacts: m.contacts,
+    poll: m.poll,
+    selection: m.selection,
+    album: m.album,
+    albumId: m.albumId,
     id: m.id,
     chatId: m.chatId,
     timestamp: m.timestamp,
@@ -166,17 +274,22 @@ export function messagesRepo(db: Db) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
-         type, text, quoted_id, media, ack, raw, mentions, seq)
+         type, text, quoted_id, media, ack, raw, mentions, seq, kind, raw_type, content, message_secret)
        VALUES (@connectionId, @id, @chatId, @keyId, @fromMe, @timestamp, @senderJid, @senderPushName,
-         @type, @text, @quotedMessageId, @media, @ack, @raw, @mentions, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages))
+         @type, @text, @quotedMessageId, @media, @ack, @raw, @mentions, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages),
+         @kind, @rawType, @content, @messageSecret)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          sender_push_name = CASE WHEN excluded.sender_push_name <> '' THEN excluded.sender_push_name ELSE sender_push_name END,
          type = excluded.type, text = excluded.text, quoted_id = excluded.quoted_id,
+         kind = excluded.kind, raw_type = excluded.raw_type,
+         content = CASE WHEN kind = 'poll' AND excluded.kind = 'poll' THEN content ELSE excluded.content END,
+         message_secret = COALESCE(excluded.message_secret, message_secret),
          media = COALESCE(excluded.media, media), ack = MAX(COALESCE(ack, 0), COALESCE(excluded.ack, 0)),
          raw = COALESCE(excluded.raw, raw), mentions = COALESCE(excluded.mentions, mentions)`,
     ),
     exists: db.prepare(`SELECT 1 FROM messages WHERE connection_id = ? AND id = ?`),
     ackOf: db.prepare(`SELECT ack FROM messages WHERE connection_id = ? AND id = ?`),
+    stateOf: db.prepare(`SELECT ack, kind FROM messages WHERE connection_id = ? AND id = ?`),
     get: db.prepare(`SELECT ${COLUMNS} FROM messages WHERE connection_id = ? AND id = ?`),
     getRaw: db.prepare(`SELECT raw FROM messages WHERE connection_id = ? AND id = ?`),
     findRawByKey: db.prepare(`SELECT raw FROM messages WHERE connection_id = ? AND key_id = ? AND raw IS NOT NULL LIMIT 1`),
@@ -210,7 +323,18 @@ export function messagesRepo(db: Db) {
     edits: db.prepare(
       `SELECT edited_at, previous_text, text FROM message_edits WHERE connection_id = ? AND message_id = ? ORDER BY edited_at, rowid`,
     ),
-    revoke: db.prepare(`UPDATE messages SET type = 'revoked', text = '', media = NULL WHERE connection_id = ? AND id = ?`),
+    revoke: db.prepare(
+      `UPDATE messages SET type = 'text', kind = 'revoked', raw_type = NULL, content = NULL, text = '', media = NULL
+       WHERE connection_id = ? AND id = ?`,
+    ),
+    setContent: db.prepare(`UPDATE messages SET content = ? WHERE connection_id = ? AND id = ?`),
+    pollOf: db.prepare(`SELECT content, message_secret, raw FROM messages WHERE connection_id = ? AND id = ? AND kind = 'poll'`),
+    setVote: db.prepare(
+      `INSERT INTO poll_votes (connection_id, poll_id, voter_jid, options, timestamp) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(connection_id, poll_id, voter_jid) DO UPDATE SET options = excluded.options, timestamp = excluded.timestamp
+       WHERE excluded.timestamp >= poll_votes.timestamp`,
+    ),
+    votes: db.prepare(`SELECT voter_jid, options FROM poll_votes WHERE connection_id = ? AND poll_id = ? ORDER BY timestamp, voter_jid`),
     reaction: db.prepare(`SELECT emoji FROM message_reactions WHERE connection_id = ? AND message_id = ? AND sender_jid = ?`),
     setReaction: db.prepare(
       `INSERT INTO message_reactions (connection_id, message_id, sender_jid, emoji, timestamp) VALUES (?, ?, ?, ?, ?)
@@ -278,12 +402,20 @@ export function messagesRepo(db: Db) {
         ack: m.ack,
         raw: m.raw ? Buffer.from(m.raw) : null,
         mentions: m.mentions?.length ? JSON.stringify(m.mentions) : null,
+        kind: m.kind,
+        rawType: m.rawType,
+        content: contentJson(m),
+        messageSecret: m.messageSecret ? Buffer.from(m.messageSecret) : null,
       });
       return !existed;
     },
     /** The stored ack of a message: a number or null when stored, undefined when there is no such message. */
     ackOf(connectionId: string, id: string): number | null | undefined {
       return (q.ackOf.get(connectionId, id) as { ack: number | null } | undefined)?.ack;
+    },
+    /** Ack and kind of a stored message; undefined when there is no such message. */
+    stateOf(connectionId: string, id: string): { ack: number | null; kind: MessageKindName } | undefined {
+      return q.stateOf.get(connectionId, id) as { ack: number | null; kind: MessageKindName } | undefined;
     },
     get(connectionId: string, id: string): Message | undefined {
       const r = q.get.get(connectionId, id) as RawRow | undefined;
@@ -321,7 +453,39 @@ export function messagesRepo(db: Db) {
         text: r.text,
       }));
     },
-    /** Marks a message deleted for everyone: type `revoked`, no text, no media, no reactions (as WhatsApp shows it). */
+    /** A stored poll: its record, `messageSecret` and raw WebMessageInfo; undefined when `id` is not a poll. */
+    poll(connectionId: string, id: string): { poll: MessagePoll; secret: Buffer | null; raw: Buffer | null } | undefined {
+      const r = q.pollOf.get(connectionId, id) as { content: string | null; message_secret: Buffer | null; raw: Buffer | null } | undefined;
+      const poll = r && contentOf(r.content).poll;
+      return poll ? { poll, secret: r.message_secret, raw: r.raw } : undefined;
+    },
+    /**
+     * Records a voter's latest vote (an older vote than the stored one is ignored; an empty list withdraws it) and
+     * re-aggregates the poll's option counts. Returns the updated poll, undefined when `pollId` is not a stored poll.
+     */
+    vote(connectionId: string, pollId: string, voterJid: string, options: string[], timestamp: number): MessagePoll | undefined {
+      const r = q.pollOf.get(connectionId, pollId) as { content: string | null } | undefined;
+      const content = r && contentOf(r.content);
+      if (!content?.poll) return undefined;
+      q.setVote.run(connectionId, pollId, voterJid, JSON.stringify(options), timestamp);
+      const votes = q.votes.all(connectionId, pollId) as Array<{ voter_jid: string; options: string }>;
+      const poll: MessagePoll = {
+        ...content.poll,
+        options: content.poll.options.map((o) => ({ name: o.name, votes: 0, voters: [] as string[] })),
+      };
+      for (const v of votes) {
+        for (const name of JSON.parse(v.options) as string[]) {
+          const opt = poll.options.find((o) => o.name === name);
+          if (opt && !opt.voters.includes(v.voter_jid)) {
+            opt.voters.push(v.voter_jid);
+            opt.votes++;
+          }
+        }
+      }
+      q.setContent.run(contentJson({ ...content, poll }), connectionId, pollId);
+      return poll;
+    },
+    /** Marks a message deleted for everyone: kind `revoked` (type `text`), no text, no media. */
     revoke(connectionId: string, id: string): void {
       q.revoke.run(connectionId, id);
       q.deleteReactions.run(connectionId, id);

@@ -238,4 +238,33 @@ export const migrations: readonly string[] = [
   /* messages.mentions: JIDs a message mentions (contextInfo.mentionedJid), a JSON array; NULL = none (issue 12) */ `
   ALTER TABLE messages ADD COLUMN mentions TEXT;
   `,
+  /* message kinds and structured content, poll secrets and votes (issue #13) */ `
+  ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT 'text'; -- MESSAGE_KINDS; type is derived from it
+  ALTER TABLE messages ADD COLUMN raw_type TEXT;                      -- proto field name of 'unsupported' messages
+  ALTER TABLE messages ADD COLUMN content TEXT;                       -- JSON: location, contacts, poll, selection, album, albumId
+  ALTER TABLE messages ADD COLUMN message_secret BLOB;                -- a poll's messageSecret (decrypts its votes)
+  UPDATE messages SET
+    kind = CASE
+      WHEN type IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact', 'sticker', 'revoked') THEN type
+      WHEN type = 'pollUpdate' THEN 'unsupported' -- votes stored as empty messages before votes were decrypted
+      WHEN type LIKE 'poll%' THEN 'poll'
+      WHEN type IN ('buttonsResponse') THEN 'buttons_response'
+      WHEN type IN ('listResponse') THEN 'list_response'
+      ELSE 'unsupported' END,
+    raw_type = CASE
+      WHEN type IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact', 'sticker', 'revoked')
+        OR (type LIKE 'poll%' AND type <> 'pollUpdate')
+        OR type IN ('buttonsResponse', 'listResponse') THEN NULL
+      ELSE type || 'Message' END;
+  UPDATE messages SET type = CASE WHEN kind = 'sticker' THEN 'image' ELSE 'text' END
+    WHERE type NOT IN ('text', 'image', 'video', 'audio', 'document', 'location', 'contact');
+  CREATE TABLE poll_votes (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    poll_id       TEXT NOT NULL,             -- message id of the poll
+    voter_jid     TEXT NOT NULL,
+    options       TEXT NOT NULL,             -- JSON array of the selected option names (latest vote)
+    timestamp     INTEGER NOT NULL,          -- unix seconds of the vote
+    PRIMARY KEY (connection_id, poll_id, voter_jid)
+  ) WITHOUT ROWID;
+  `,
 ];

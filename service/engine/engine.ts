@@ -73,6 +73,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       ...(trust && { sandboxTrust: trust, mediaDispatcher: trust.dispatcher }),
       ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
       ...(opts.storageHasRoom && { storageHasRoom: opts.storageHasRoom }),
+      ...(opts.downloadStatusMedia && { downloadStatusMedia: true }),
+      ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
     });
     sessions.set(connectionId, session);
     session.start();
@@ -348,7 +350,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const target = storedMessage(connectionId, messageId, [canonicalChatId(store, connectionId, input.chatId)]);
       // 400, not 403: the spec keeps 403 for another user's resource (§5); this is a rule of the edit (§4.3 rule 4).
       if (!target.fromMe) throw badRequest('Only your own messages can be edited');
-      if (target.type !== 'text') throw badRequest('Only text messages can be edited');
+      if (target.kind !== 'text') throw badRequest('Only text messages can be edited');
       if (now() - target.timestamp * 1000 > EDIT_WINDOW_MS) {
         throw badRequest('Messages can only be edited within 15 minutes of sending');
       }

@@ -1,8 +1,9 @@
 /**
  * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
- * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName`, `quotedMessageId`, and the
- * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`.
+ * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `kind`, `pushName`, `quotedMessageId`, the
+ * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`, and the structured
+ * content fields that are set (location, contacts, poll, selection, album, albumId; issue #13).
  */
 import type { MessageCore } from '../db/messages.ts';
 
@@ -19,6 +20,8 @@ export interface MessageEventPayload {
   timestamp: number;
   fromMe: boolean;
   type: string;
+  kind: string;
+  rawType?: string;
   pushName: string;
   /** The sender as on the Message: in groups the participant (phone-number JID where known, else the LID). */
   senderJid: string;
@@ -40,6 +43,7 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
     timestamp: m.timestamp,
     fromMe: m.fromMe,
     type: m.type,
+    kind: m.kind,
     pushName: m.senderPushName,
     senderJid: m.senderJid,
     senderPushName: m.senderPushName,
@@ -48,5 +52,9 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
     hasMedia: m.media !== null,
   };
   if (m.media) payload.media = { ...m.media };
+  if (m.rawType) payload.rawType = m.rawType;
+  for (const k of ['location', 'contacts', 'poll', 'selection', 'album', 'albumId'] as const) {
+    if (m[k] != null) payload[k] = m[k];
+  }
   return payload;
 }

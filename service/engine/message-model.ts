@@ -3,10 +3,13 @@
  * Wrappers real traffic carries (ephemeral, view-once v1/v2/extension, document-with-caption, edited) are unwrapped
  * with Baileys' `normalizeMessageContent`; LID chats and senders are mapped to phone-number JIDs where the
  * mapping is known (`remoteJidAlt`/`participantAlt` on the key, then the caller's `pnForLid`).
- * Kinds the spec does not list (stickers, polls, …) keep their real type name and never throw.
+ * `type` stays within the spec's seven; the precise `kind` (MESSAGE_KINDS) and structured content (location,
+ * contacts, poll, selection, album) are derived here too (issue #13). Unknown kinds become `unsupported` with
+ * `rawType`, the proto field name; nothing throws.
  */
 import {
   getContentType,
+  isJidBroadcast,
   isJidGroup,
   isLidUser,
   jidNormalizedUser,
@@ -15,7 +18,19 @@ import {
   type WAMessage,
   type WAMessageKey,
 } from '@whiskeysockets/baileys';
-import { messageIdOf, type MessageMedia, type StoredMessage } from '../db/messages.ts';
+import {
+  EMPTY_CONTENT,
+  messageIdOf,
+  typeOfKind,
+  type MessageContact,
+  type MessageContent,
+  type MessageKindName,
+  type MessageMedia,
+  type StoredMessage,
+} from '../db/messages.ts';
+
+/** The chat id of status posts (stories). */
+export const STATUS_JID = 'status@broadcast';
 
 export interface ModelContext {
   /** API path prefix of this connection, e.g. `/api/connections/<id>`; media URLs hang below it. */
@@ -46,13 +61,20 @@ export type MessageKind =
   | { kind: 'reaction'; targetKey: proto.IMessageKey; emoji: string }
   | { kind: 'edit'; targetKey: proto.IMessageKey; newContent: proto.IMessage }
   | { kind: 'revoke'; targetKey: proto.IMessageKey }
+  | { kind: 'pollVote'; pollKey: proto.IMessageKey; vote: proto.Message.IPollEncValue; timestampMs: number }
+  | { kind: 'undecryptable' } // a CIPHERTEXT stub: the device could not decrypt it (yet); a retry may deliver it
   | { kind: 'protocol' } // history sync, app-state keys, other bookkeeping: not a chat message
-  | { kind: 'empty' }; // no content at all (stubs, failed decryption)
+  | { kind: 'empty' }; // no content at all (other stubs)
 
 /** Classifies a message so the engine can route reactions/edits/protocol messages away from the chat log. */
 export function classify(msg: WAMessage): MessageKind {
   const content = normalizeMessageContent(msg.message);
+  if (msg.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT && !content) return { kind: 'undecryptable' };
   if (!content) return { kind: 'empty' };
+  const pu = content.pollUpdateMessage;
+  if (pu?.pollCreationMessageKey && pu.vote) {
+    return { kind: 'pollVote', pollKey: pu.pollCreationMessageKey, vote: pu.vote, timestampMs: Number(pu.senderTimestampMs ?? 0) };
+  }
   if (content.reactionMessage?.key) {
     return { kind: 'reaction', targetKey: content.reactionMessage.key, emoji: content.reactionMessage.text ?? '' };
   }
@@ -78,11 +100,59 @@ export function toPnJid(jid: string, alt: string | null | undefined, ctx: ModelC
   return ctx.pnForLid(user) ?? user;
 }
 
+/**
+ * A message key with the legacy addressing fields of earlier Baileys 6.7/7.0 releases (`senderPn`, `senderLid`,
+ * `participantPn`, `participantLid`), which gateways still receive from stored or relayed keys.
+ */
+export type KeyWithAlts = WAMessageKey & {
+  senderPn?: string | null;
+  senderLid?: string | null;
+  participantPn?: string | null;
+  participantLid?: string | null;
+};
+
+/**
+ * Every LID↔phone pair a key carries: the chat's (`remoteJid` + `remoteJidAlt`/`senderPn`/`senderLid`) and the
+ * participant's (`participant` + `participantAlt`/`participantPn`/`participantLid`). Pairs are `{ lid, pn }` user JIDs.
+ */
+export function lidPairsOf(key: WAMessageKey): Array<{ lid: string; pn: string }> {
+  const k = key as KeyWithAlts;
+  const out: Array<{ lid: string; pn: string }> = [];
+  const pair = (a: string | null | undefined, ...alts: Array<string | null | undefined>) => {
+    if (!a) return;
+    for (const b of alts) {
+      if (!b) continue;
+      const x = jidNormalizedUser(a);
+      const y = jidNormalizedUser(b);
+      if (isLidUser(x) && y.endsWith('@s.whatsapp.net')) out.push({ lid: x, pn: y });
+      else if (isLidUser(y) && x.endsWith('@s.whatsapp.net')) out.push({ lid: y, pn: x });
+    }
+  };
+  const broadcast = !!k.remoteJid && isJidBroadcast(k.remoteJid);
+  if (k.remoteJid && !isJidGroup(k.remoteJid) && !broadcast) pair(k.remoteJid, k.remoteJidAlt, k.senderPn, k.senderLid);
+  // Status/broadcast keys carry the author's other address in remoteJidAlt (Baileys issue #2652).
+  pair(k.participant, k.participantAlt, k.participantPn, k.participantLid, broadcast ? k.remoteJidAlt : null);
+  return out;
+}
+
+/** The phone-number alternative of the chat address of a key, if it carries one. */
+function remoteAltOf(key: WAMessageKey): string | undefined {
+  const k = key as KeyWithAlts;
+  return k.remoteJidAlt ?? k.senderPn ?? undefined;
+}
+
+/** The phone-number alternative of the participant of a key (for status posts also `remoteJidAlt`), if any. */
+function participantAltOf(key: WAMessageKey): string | undefined {
+  const k = key as KeyWithAlts;
+  const broadcastAlt = k.remoteJid && isJidBroadcast(k.remoteJid) ? k.remoteJidAlt : undefined;
+  return k.participantAlt ?? k.participantPn ?? broadcastAlt ?? undefined;
+}
+
 /** Chat id of a message key: the PN JID for 1:1 chats where known, the group JID for groups. */
 export function chatIdOf(key: WAMessageKey, ctx: ModelContext): string {
   const remote = key.remoteJid ?? '';
   if (isJidGroup(remote)) return remote;
-  return toPnJid(remote, key.remoteJidAlt, ctx);
+  return toPnJid(remote, remoteAltOf(key), ctx);
 }
 
 /** Spec message id of a key (the chat id is normalised the same way as stored messages). */
@@ -102,12 +172,143 @@ export function textOf(content: proto.IMessage): string {
     (content.locationMessage
       ? [content.locationMessage.name, content.locationMessage.address].filter(Boolean).join(', ')
       : undefined) ??
+    content.liveLocationMessage?.caption ??
     content.contactMessage?.displayName ??
     content.contactsArrayMessage?.displayName ??
     content.pollCreationMessage?.name ??
+    content.pollCreationMessageV2?.name ??
     content.pollCreationMessageV3?.name ??
+    content.buttonsResponseMessage?.selectedDisplayText ??
+    content.listResponseMessage?.title ??
+    content.templateButtonReplyMessage?.selectedDisplayText ??
+    content.interactiveResponseMessage?.body?.text ??
     ''
   );
+}
+
+/** Content kinds by proto field name (wrappers already unwrapped); anything else is `unsupported`. */
+const KIND_OF_FIELD: Partial<Record<keyof proto.IMessage, MessageKindName>> = {
+  conversation: 'text',
+  extendedTextMessage: 'text',
+  imageMessage: 'image',
+  videoMessage: 'video',
+  ptvMessage: 'video',
+  audioMessage: 'audio',
+  documentMessage: 'document',
+  stickerMessage: 'sticker',
+  locationMessage: 'location',
+  liveLocationMessage: 'location',
+  contactMessage: 'contact',
+  contactsArrayMessage: 'contact',
+  pollCreationMessage: 'poll',
+  pollCreationMessageV2: 'poll',
+  pollCreationMessageV3: 'poll',
+  pollCreationMessageV4: 'poll',
+  albumMessage: 'album',
+  buttonsResponseMessage: 'buttons_response',
+  templateButtonReplyMessage: 'buttons_response',
+  interactiveResponseMessage: 'buttons_response',
+  listResponseMessage: 'list_response',
+};
+
+/** Phone numbers of a vCard's TEL lines: the `waid` parameter when present, else the digits of the value. */
+export function vcardPhoneNumbers(vcard: string): string[] {
+  const out: string[] = [];
+  for (const line of vcard.split(/\r?\n/)) {
+    if (!/^(item\d+\.)?TEL[;:]/i.test(line)) continue;
+    const waid = /waid=(\d+)/i.exec(line)?.[1];
+    const value = line.slice(line.indexOf(':') + 1).trim();
+    const digits = waid ?? value.replace(/[^\d+]/g, '');
+    if (digits) out.push(digits.startsWith('+') ? digits : `+${digits}`);
+  }
+  return out;
+}
+
+function contactOf(c: proto.Message.IContactMessage): MessageContact {
+  const vcard = c.vcard ?? '';
+  return { name: c.displayName ?? '', phoneNumbers: vcardPhoneNumbers(vcard), vcard };
+}
+
+type PollCreation = proto.Message.IPollCreationMessage;
+
+/** The poll creation message of a content, whichever version. */
+export function pollCreationOf(content: proto.IMessage): PollCreation | undefined {
+  return (
+    content.pollCreationMessage ??
+    content.pollCreationMessageV2 ??
+    content.pollCreationMessageV3 ??
+    content.pollCreationMessageV4 ??
+    undefined
+  ) as PollCreation | undefined;
+}
+
+/** Structured content (null where absent) of an unwrapped content message. */
+function structuredOf(content: proto.IMessage, outer: proto.IMessage | null | undefined, chatId: string, fromMe: boolean): MessageContent {
+  const out: MessageContent = { ...EMPTY_CONTENT };
+  const loc = content.locationMessage;
+  const live = content.liveLocationMessage;
+  if (loc) {
+    out.location = {
+      latitude: loc.degreesLatitude ?? 0,
+      longitude: loc.degreesLongitude ?? 0,
+      name: loc.name || null,
+      address: loc.address || null,
+      url: loc.url || null,
+      isLive: !!loc.isLive,
+    };
+  } else if (live) {
+    out.location = {
+      latitude: live.degreesLatitude ?? 0,
+      longitude: live.degreesLongitude ?? 0,
+      name: null,
+      address: null,
+      url: null,
+      isLive: true,
+    };
+  }
+  if (content.contactMessage) out.contacts = [contactOf(content.contactMessage)];
+  else if (content.contactsArrayMessage) out.contacts = (content.contactsArrayMessage.contacts ?? []).map(contactOf);
+  const poll = pollCreationOf(content);
+  if (poll) {
+    out.poll = {
+      name: poll.name ?? '',
+      selectableCount: poll.selectableOptionsCount ?? 0,
+      options: (poll.options ?? []).map((o) => ({ name: o.optionName ?? '', votes: 0, voters: [] })),
+    };
+  }
+  const br = content.buttonsResponseMessage;
+  const lr = content.listResponseMessage;
+  const tr = content.templateButtonReplyMessage;
+  const ir = content.interactiveResponseMessage;
+  if (br) out.selection = { id: br.selectedButtonId ?? '', title: br.selectedDisplayText ?? '' };
+  else if (lr) out.selection = { id: lr.singleSelectReply?.selectedRowId ?? '', title: lr.title ?? '' };
+  else if (tr) out.selection = { id: tr.selectedId ?? '', title: tr.selectedDisplayText ?? '' };
+  else if (ir) {
+    let id = ir.nativeFlowResponseMessage?.name ?? '';
+    try {
+      const params = JSON.parse(ir.nativeFlowResponseMessage?.paramsJson ?? '{}') as { id?: unknown };
+      if (typeof params.id === 'string') id = params.id;
+    } catch {
+      // paramsJson is free-form; keep the flow name
+    }
+    out.selection = { id, title: ir.body?.text ?? '' };
+  }
+  const album = content.albumMessage;
+  if (album) out.album = { expectedImages: album.expectedImageCount ?? 0, expectedVideos: album.expectedVideoCount ?? 0 };
+  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper.
+  const assoc = content.messageContextInfo?.messageAssociation ?? outer?.messageContextInfo?.messageAssociation;
+  if (assoc?.parentMessageKey?.id && assoc.associationType === proto.MessageAssociation.AssociationType.MEDIA_ALBUM) {
+    const parentFromMe = assoc.parentMessageKey.fromMe ?? fromMe;
+    out.albumId = messageIdOf(!!parentFromMe, chatId, assoc.parentMessageKey.id);
+  }
+  return out;
+}
+
+/** Kind and raw type of an unwrapped content message. */
+export function kindOf(content: proto.IMessage): { kind: MessageKindName; rawType: string | null } {
+  const t = getContentType(content);
+  const kind = t ? KIND_OF_FIELD[t] : undefined;
+  return kind ? { kind, rawType: null } : { kind: 'unsupported', rawType: t ?? null };
 }
 
 const EXTENSIONS: Record<string, string> = {
@@ -139,16 +340,6 @@ export function mediaFileNameOf(media: MessageMedia): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function typeOf(content: proto.IMessage): string {
-  const t = getContentType(content);
-  if (!t) return 'unknown';
-  if (t === 'conversation' || t === 'extendedTextMessage') return 'text';
-  if (t in MEDIA_KINDS) return MEDIA_KINDS[t as MediaKind];
-  if (t === 'locationMessage' || t === 'liveLocationMessage') return 'location';
-  if (t === 'contactMessage' || t === 'contactsArrayMessage') return 'contact';
-  return t.replace(/Message$/, '');
 }
 
 function contextInfoOf(content: proto.IMessage): proto.IContextInfo | undefined {
@@ -189,18 +380,16 @@ export function timestampOf(msg: WAMessage): number {
  * (reactions, edits, protocol and empty messages: see `classify`).
  */
 export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessage | undefined {
-  if (classify(msg).kind !== 'content') return undefined;
+  const classified = classify(msg).kind;
+  if (classified === 'undecryptable') return undecryptableOf(msg, ctx);
+  if (classified !== 'content') return undefined;
   const content = normalizeMessageContent(msg.message)!;
   const key = msg.key;
   const keyId = key.id ?? '';
   const chatId = chatIdOf(key, ctx);
-  const fromMe = !!key.fromMe;
-  const isGroup = isJidGroup(chatId) ?? false;
-  const senderJid = fromMe
-    ? (ctx.ownJid ?? '')
-    : isGroup
-      ? toPnJid(key.participant ?? msg.participant ?? '', key.participantAlt, ctx)
-      : chatId;
+  const { fromMe, senderJid } = senderOf(msg, chatId, ctx);
+  const { kind, rawType } = kindOf(content);
+  const secret = kind === 'poll' ? msg.message?.messageContextInfo?.messageSecret ?? content.messageContextInfo?.messageSecret : null;
 
   const ci = contextInfoOf(content);
   let quotedMessageId: string | null = null;
@@ -219,12 +408,64 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     fromMe,
     senderJid,
     senderPushName: fromMe ? '' : (msg.pushName ?? ''),
-    type: typeOf(content),
+    type: typeOfKind(kind),
+    kind,
+    rawType,
     text: textOf(content),
     quotedMessageId,
     media: mediaOf(content, keyId, ctx),
+    ...structuredOf(content, msg.message, chatId, fromMe),
     ack: fromMe ? (msg.status ?? null) : null,
     mentions,
     raw: proto.WebMessageInfo.encode(msg as proto.IWebMessageInfo).finish(),
+    messageSecret: secret && secret.length > 0 ? secret : null,
+  };
+}
+
+/** Whether a JID is this account's own phone-number JID or LID. */
+export function isOwnJid(jid: string | null | undefined, ctx: ModelContext): boolean {
+  if (!jid) return false;
+  const user = jidNormalizedUser(jid);
+  return (!!ctx.ownJid && user === jidNormalizedUser(ctx.ownJid)) || (!!ctx.ownLid && user === jidNormalizedUser(ctx.ownLid));
+}
+
+/**
+ * `fromMe` and the sender of a message: the own JID for own messages (also when the sender is the own LID or
+ * phone JID without the key's fromMe flag), the participant in groups and status posts, the chat otherwise.
+ */
+export function senderOf(msg: WAMessage, chatId: string, ctx: ModelContext): { fromMe: boolean; senderJid: string } {
+  const key = msg.key;
+  const participant = key.participant ?? msg.participant ?? null;
+  const fromMe = !!key.fromMe || (participant !== null && participant !== '' && isOwnJid(participant, ctx));
+  if (fromMe) return { fromMe, senderJid: ctx.ownJid ?? '' };
+  if (isJidGroup(chatId) || chatId === STATUS_JID) {
+    return { fromMe, senderJid: toPnJid(participant ?? '', participantAltOf(key), ctx) };
+  }
+  return { fromMe, senderJid: chatId };
+}
+
+/** The placeholder of a message the device could not decrypt (yet): kind `undecryptable`, no text, no media. */
+function undecryptableOf(msg: WAMessage, ctx: ModelContext): StoredMessage {
+  const keyId = msg.key.id ?? '';
+  const chatId = chatIdOf(msg.key, ctx);
+  const { fromMe, senderJid } = senderOf(msg, chatId, ctx);
+  return {
+    id: messageIdOf(fromMe, chatId, keyId),
+    keyId,
+    chatId,
+    timestamp: timestampOf(msg),
+    fromMe,
+    senderJid,
+    senderPushName: fromMe ? '' : (msg.pushName ?? ''),
+    type: 'text',
+    kind: 'undecryptable',
+    rawType: null,
+    text: '',
+    quotedMessageId: null,
+    media: null,
+    ...EMPTY_CONTENT,
+    ack: null,
+    raw: null,
+    messageSecret: null,
   };
 }

@@ -94,6 +94,21 @@ export async function prepareContent(input: SendInput, opts: PrepareOptions = {}
         textLength: input.name.length,
       };
     }
+    case 'poll': {
+      // WhatsApp polls: 2–12 distinct options; votes name options by the SHA-256 of their text, so they must differ.
+      const options = input.options.map((o) => o.trim());
+      if (options.length < 2 || options.length > 12) throw badRequest('body/options must have 2 to 12 options');
+      if (options.some((o) => o === '')) throw badRequest('body/options must not be empty');
+      if (new Set(options).size !== options.length) throw badRequest('body/options must be distinct');
+      const selectableCount = input.selectableCount ?? 1;
+      if (!Number.isInteger(selectableCount) || selectableCount < 1 || selectableCount > options.length) {
+        throw badRequest('body/selectableCount must be between 1 and the number of options');
+      }
+      return {
+        content: { poll: { name: input.name, values: options, selectableCount } },
+        textLength: input.name.length,
+      };
+    }
     default: {
       const media = await loadMedia(input, opts);
       const caption = input.caption;

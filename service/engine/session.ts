@@ -43,13 +43,17 @@ import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import {
   chatIdOf,
   classify,
+  lidPairsOf,
   mediaFileNameOf,
+  senderOf,
+  STATUS_JID,
   textOf,
   timestampOf,
   toPnJid,
   toStoredMessage,
   type ModelContext,
 } from './message-model.ts';
+import { decryptVote } from './polls.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { GroupCache, isMember } from './groups.ts';
 import { downloadMessageMedia } from './media-download.ts';
@@ -96,12 +100,22 @@ export interface SessionDeps {
   connectTimeoutMs?: number;
   /** Whether the data dir has room again (free space at least `--min-free-mb`); checked before reconnecting after a storage failure. */
   storageHasRoom?: () => boolean;
+  /**
+   * How long a logged-in socket waits for the server's offline-delivered marker (`<ib><offline/>`) before it goes
+   * `online` anyway, in ms (ONLINE_FALLBACK_MS, 20 000).
+   */
+  onlineFallbackMs?: number;
+  /** Download status-post media as it arrives (`serve --download-status-media`); otherwise only on request. */
+  downloadStatusMedia?: boolean;
 }
 
 /** The status reason while the store cannot commit (the disk is full or failing). */
 export const STORAGE_UNAVAILABLE = 'storage unavailable';
 /** Waits between storage checks after a failed commit, in ms (the last repeats). */
 const STORAGE_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+
+/** Default of SessionDeps.onlineFallbackMs (issue #13 item 7). */
+export const ONLINE_FALLBACK_MS = 20_000;
 
 /** At most this many media downloads run at once per session (eager downloads of incoming media). */
 const MEDIA_CONCURRENCY = 2;
@@ -123,6 +137,8 @@ export class Session {
   #reconnectTimer: NodeJS.Timeout | undefined;
   #historyTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
+  /** Goes online without the offline-delivered marker (see SessionDeps.onlineFallbackMs). */
+  #onlineFallbackTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
   #qrCycles = 0;
   /** Whether the current socket has shown a QR (so its close ends a pairing attempt, not a failed connect). */
@@ -235,6 +251,7 @@ export class Session {
     this.#storageRetry = undefined;
     this.#unsubscribeCommitFailure?.();
     this.#unsubscribeCommitFailure = undefined;
+    clearTimeout(this.#onlineFallbackTimer);
     const sock = this.#sock;
     this.#sock = undefined;
     // Held receipts of uncommitted history chunks must not leave (the sandbox/server sends those chunks again);
@@ -493,9 +510,19 @@ export class Session {
       if (this.#awaitingHistory) {
         this.#historyTimer = setTimeout(() => this.#historyDone(), HISTORY_WAIT_MS);
       }
+      clearTimeout(this.#onlineFallbackTimer);
+      if (!this.#pendingDone) {
+        this.#onlineFallbackTimer = setTimeout(() => {
+          if (this.#sock !== sock || this.#pendingDone) return;
+          this.#log.warn({ waitedMs: this.deps.onlineFallbackMs ?? ONLINE_FALLBACK_MS }, 'no offline-delivered marker from the server; going online without it');
+          this.#pendingDone = true;
+          this.#maybeOnline();
+        }, this.deps.onlineFallbackMs ?? ONLINE_FALLBACK_MS);
+      }
       this.#maybeOnline();
     }
     if (u.receivedPendingNotifications) {
+      clearTimeout(this.#onlineFallbackTimer);
       this.#pendingDone = true;
       this.#maybeOnline();
     }
@@ -505,6 +532,7 @@ export class Session {
   #onClose(sock: WASocket, error: Error | undefined): void {
     if (this.#sock !== sock || this.#stopped) return;
     clearTimeout(this.#historyTimer);
+    clearTimeout(this.#onlineFallbackTimer);
     const code = (error as Boom | undefined)?.output?.statusCode;
     const message = error?.message ?? 'connection closed';
     const linked = !!this.#auth?.creds.me;
@@ -672,7 +700,7 @@ export class Session {
       let stored = 0;
       for (const msg of h.messages) {
         const m = toStoredMessage(msg, ctx);
-        if (!m) continue;
+        if (!m || m.kind === 'undecryptable') continue;
         if (store.messages.upsert(this.connectionId, m)) stored++;
         store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: 0 });
       }
@@ -686,16 +714,24 @@ export class Session {
     const downloads: string[] = [];
     store.ingest(() => {
       for (const msg of messages) {
+        // Every LID↔phone pair the key carries feeds the mapping first, so this message lands in the PN chat.
+        for (const { lid, pn } of lidPairsOf(msg.key)) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
         const kind = classify(msg);
         switch (kind.kind) {
-          case 'content': {
+          case 'content':
+          case 'undecryptable': {
             const m = toStoredMessage(msg, ctx);
             if (!m) break;
-            const { isNew } = this.#storeMessage(m);
+            const { isNew, replaced } = this.#storeMessage(m);
             // Incoming media is fetched right away, before the CDN link expires; own sends are stored by the engine.
-            if (isNew && m.media && !m.fromMe) downloads.push(m.id);
+            // Status media only on request, unless configured (it is often large and rarely wanted).
+            const eager = m.chatId !== STATUS_JID || !!this.deps.downloadStatusMedia;
+            if ((isNew || replaced) && m.media && !m.fromMe && eager) downloads.push(m.id);
             break;
           }
+          case 'pollVote':
+            this.#applyPollVote(msg, kind.pollKey, kind.vote, kind.timestampMs, ctx);
+            break;
           case 'reaction': {
             const chatId = chatIdOf(msg.key, ctx);
             const from = this.#senderOf(msg, chatId, ctx);
@@ -722,11 +758,40 @@ export class Session {
     for (const id of downloads) this.#queueDownload(id);
   }
 
+  /**
+   * Decrypts a poll vote with the poll's stored `messageSecret`, records it as the voter's latest vote, and logs
+   * `poll.vote` with the selected option names. A vote is never a chat message: no preview, no unread change.
+   */
+  #applyPollVote(msg: WAMessage, pollKey: proto.IMessageKey, vote: proto.Message.IPollEncValue, timestampMs: number, ctx: ModelContext): void {
+    const { store } = this.deps;
+    const chatId = chatIdOf(msg.key, ctx);
+    const voter = this.#senderOf(msg, chatId, ctx);
+    const poll = this.#findPoll(chatId, pollKey.id ?? '');
+    if (!poll) {
+      this.#log.debug({ chatId, pollKeyId: pollKey.id }, 'vote on an unknown poll; ignored');
+      return;
+    }
+    const selected = decryptVote({ msg, pollKey, vote, poll: poll.record, secret: poll.secret, raw: poll.raw, ownJid: ctx.ownJid, ownLid: ctx.ownLid });
+    if (!selected) {
+      this.#log.warn({ chatId, pollId: poll.id }, 'poll vote could not be decrypted; ignored');
+      return;
+    }
+    const timestamp = timestampMs ? Math.floor(timestampMs / 1000) : timestampOf(msg);
+    const updated = store.messages.vote(this.connectionId, poll.id, voter, selected, timestamp);
+    if (!updated) return;
+    store.appendEvent(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
+  }
+
+  /** A stored poll of a chat by key id (whichever side created it), with its record and secret. */
+  #findPoll(chatId: string, keyId: string) {
+    const target = this.deps.store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
+    const poll = target && this.deps.store.messages.poll(this.connectionId, target.id);
+    return poll && target ? { ...poll, id: target.id, record: target } : undefined;
+  }
+
   /** Sender JID of a message (own JID for fromMe, the participant in groups, the chat otherwise). */
   #senderOf(msg: WAMessage, chatId: string, ctx: ModelContext): string {
-    if (msg.key.fromMe) return ctx.ownJid ?? '';
-    if (chatId.endsWith('@g.us')) return toPnJid(msg.key.participant ?? msg.participant ?? '', msg.key.participantAlt, ctx);
-    return chatId;
+    return senderOf(msg, chatId, ctx).senderJid;
   }
 
   /**
@@ -742,7 +807,7 @@ export class Session {
         return undefined;
       }
       // A message deleted for everyone keeps no reactions (messages.revoke cleared them); late ones are dropped.
-      if (target.type === 'revoked') return target;
+      if (target.kind === 'revoked') return target;
       if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
         const fromMe = senderJid === this.me?.jid;
         store.appendEvent(this.userId, this.connectionId, 'message.reaction', {
@@ -790,7 +855,7 @@ export class Session {
   #applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): void {
     const { store } = this.deps;
     const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    if (!target || target.type === 'revoked' || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) return;
+    if (!target || target.kind === 'revoked' || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) return;
     store.messages.revoke(this.connectionId, target.id);
     store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
     const filename = target.media && mediaFileNameOf(target.media);
@@ -974,13 +1039,23 @@ export class Session {
    * comes within the buffer window into the `append` upsert of the sent message instead of a `messages.update`.
    * Call inside `tx`.
    */
-  #storeMessage(m: StoredMessage): { message: Message; isNew: boolean } {
+  #storeMessage(m: StoredMessage): { message: Message; isNew: boolean; replaced: boolean } {
     const { store } = this.deps;
-    const beforeAck = store.messages.ackOf(this.connectionId, m.id); // undefined: not stored yet
-    const isNew = beforeAck === undefined;
+    const before = store.messages.stateOf(this.connectionId, m.id); // undefined: not stored yet
+    const beforeAck = before ? before.ack : undefined;
+    const isNew = before === undefined;
+    // An undecryptable placeholder never overwrites a message; the real message replaces the placeholder in place.
+    if (before && m.kind === 'undecryptable') {
+      return { message: store.messages.get(this.connectionId, m.id)!, isNew: false, replaced: false };
+    }
+    const replaced = before?.kind === 'undecryptable';
     store.messages.upsert(this.connectionId, m, { existed: !isNew });
-    if (isNew) {
-      store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: m.fromMe ? 0 : 1 });
+    if (m.kind === 'undecryptable') {
+      store.appendEvent(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.me?.jid));
+    } else if (isNew || replaced) {
+      // Status posts are not chat messages of the status@broadcast "chat": no unread, hidden from GET /chats.
+      const unreadDelta = m.fromMe || m.chatId === STATUS_JID ? 0 : 1;
+      store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta });
       if (!m.fromMe && m.senderPushName) {
         this.#upsertContact({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
@@ -990,7 +1065,7 @@ export class Session {
     if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
       store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
     }
-    return { message: after, isNew };
+    return { message: after, isNew, replaced };
   }
 
   #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {

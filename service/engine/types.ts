@@ -42,6 +42,10 @@ export interface EngineOptions {
   connectTimeoutMs?: number;
   /** Whether the data dir has room (free space ≥ `--min-free-mb`); sessions wait for it after a storage failure. */
   storageHasRoom?: () => boolean;
+  /** Download status-post media as it arrives (`serve --download-status-media`); otherwise only on request. */
+  downloadStatusMedia?: boolean;
+  /** How long a logged-in session waits for the offline-delivered marker before going online anyway, in ms (20 000). */
+  onlineFallbackMs?: number;
 }
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document';
@@ -74,6 +78,7 @@ export type SendInput = SendCommon &
     | ({ type: 'audio'; ptt?: boolean } & MediaFields)
     | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
     | { type: 'contact'; name: string; phoneNumber: string }
+    | { type: 'poll'; name: string; options: string[]; selectableCount?: number }
   );
 
 /** A media file ready to stream. */

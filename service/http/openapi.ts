@@ -68,6 +68,7 @@ export const ROUTE_SUMMARIES: Record<string, string> = {
   'POST /api/connections/:id/send-audio': 'Send audio or a voice note',
   'POST /api/connections/:id/send-location': 'Send a location pin',
   'POST /api/connections/:id/send-contact': 'Send a contact card',
+  'POST /api/connections/:id/send-poll': 'Send a poll (votes arrive as poll.vote events and on the poll message)',
   'POST /api/connections/:id/react': 'React to a message',
   'POST /api/connections/:id/mark-read': 'Send a read receipt',
   'POST /api/connections/:id/typing': 'Start the typing indicator',

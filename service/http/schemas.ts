@@ -3,6 +3,7 @@
  * bodies, and the spec's Message record (interface-spec §2.5). Resource-specific schemas live with their routes.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { MESSAGE_KINDS, MESSAGE_TYPES } from '../db/messages.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -20,7 +21,12 @@ export const MessageSchema = Type.Object({
   fromMe: Type.Boolean(),
   senderJid: Type.String(),
   senderPushName: Type.String(),
-  type: Type.String(),
+  /** The spec's seven types; derived from `kind`. */
+  type: Type.Union(MESSAGE_TYPES.map((t) => Type.Literal(t))),
+  /** Precise kind (closed vocabulary, docs/api.md). */
+  kind: Type.Union(MESSAGE_KINDS.map((t) => Type.Literal(t))),
+  /** Proto field name of an `unsupported` message, else null. */
+  rawType: Nullable(Type.String()),
   text: Type.String(),
   quotedMessageId: Nullable(Type.String()),
   media: Nullable(
@@ -31,6 +37,29 @@ export const MessageSchema = Type.Object({
       size: Nullable(Type.Integer()),
     }),
   ),
+  location: Nullable(
+    Type.Object({
+      latitude: Type.Number(),
+      longitude: Type.Number(),
+      name: Nullable(Type.String()),
+      address: Nullable(Type.String()),
+      url: Nullable(Type.String()),
+      isLive: Type.Boolean(),
+    }),
+  ),
+  contacts: Nullable(Type.Array(Type.Object({ name: Type.String(), phoneNumbers: Type.Array(Type.String()), vcard: Type.String() }))),
+  poll: Nullable(
+    Type.Object({
+      name: Type.String(),
+      selectableCount: Type.Integer(),
+      options: Type.Array(Type.Object({ name: Type.String(), votes: Type.Integer(), voters: Type.Array(Type.String()) })),
+    }),
+  ),
+  /** The option chosen in a buttons, list or template reply. */
+  selection: Nullable(Type.Object({ id: Type.String(), title: Type.String() })),
+  album: Nullable(Type.Object({ expectedImages: Type.Integer(), expectedVideos: Type.Integer() })),
+  /** Message id of the album this media message belongs to. */
+  albumId: Nullable(Type.String()),
   ack: Nullable(Type.Integer()),
   mentions: Type.Array(Type.String(), {
     description: 'JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs',

@@ -14,6 +14,11 @@
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
+ *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
+ *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
+ *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
+ *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
+ *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
  *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
@@ -70,6 +75,7 @@ import FindMyWay from 'find-my-way';
 import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
+import { buildPollVote, buildRichContent, RICH_CONTENT_FIELDS, RichContentError } from './rich-content.ts';
 import { MEDIA_KINDS, type MediaKind } from './media.ts';
 import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
@@ -164,7 +170,17 @@ function requireString(body: Json, key: string, max: number, field = key): strin
   return v;
 }
 
-const CONTENT_FIELDS = ['text', ...MEDIA_KINDS, 'location', 'contact'] as const;
+const CONTENT_FIELDS = ['text', ...MEDIA_KINDS, 'location', 'contact', ...RICH_CONTENT_FIELDS] as const;
+
+/** Runs a rich-content builder (polls, live locations, contact arrays, list/buttons replies), turning its input errors into 400s. */
+function richOrBadRequest<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof RichContentError) throw new HttpError(400, err.message);
+    throw err;
+  }
+}
 
 function asObject(v: unknown, field: string): Json {
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError(400, `${field} must be an object`);
@@ -435,8 +451,44 @@ export function createAdminHandler(
       contextInfo = quoteOf(quoted, pnJid(quoted.fromPn));
     }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
-    const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });
+    if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
+    if (body.undecryptable !== undefined && typeof body.undecryptable !== 'boolean') {
+      throw new HttpError(400, 'undecryptable must be a boolean');
+    }
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, {
+      mediaPlaintext,
+      statusBroadcast: body.status === true,
+      undecryptableFirst: body.undecryptable === true,
+    });
     return send(res, 201, { id });
+  });
+
+  // { to, pollId, options[] }: this phone votes on a poll of its conversation with `to` (issue #13); [] withdraws.
+  on('POST', '/accounts/:phoneNumber/poll-votes', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const recipient = recipientOf(body, account);
+    const pollId = requireString(body, 'pollId', 128);
+    const poll = store.findMessageInChat(account.pn, recipient.pn, pollId);
+    if (!poll) throw new HttpError(400, 'pollId must be a poll in this conversation');
+    const message = richOrBadRequest(() =>
+      buildPollVote(
+        proto.Message.decode(poll.message),
+        pollId,
+        { creatorJid: pnJid(poll.fromPn), voterJid: pnJid(account.pn), chatJid: pnJid(recipient.pn), creatorIsVoter: poll.fromPn === account.pn },
+        body.options,
+      ),
+    );
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, message);
+    return send(res, 201, { id });
+  });
+
+  // { withhold: boolean }: logins get no `<ib><offline/>` marker while set (issue #13: clients must not stall).
+  on('PUT', '/faults/offline-marker', async (req, res) => {
+    const body = await readJson(req);
+    if (typeof body.withhold !== 'boolean') throw new HttpError(400, 'withhold must be a boolean');
+    ctx.delivery.withholdOfflineMarker = body.withhold;
+    noContent(res);
   });
 
   on('POST', '/accounts/:phoneNumber/messages/:id/expire-media', (_req, res, p) => {
@@ -855,7 +907,13 @@ async function buildContent(
       mediaPlaintext: undefined,
     };
   }
-  const input = parseMedia(body[kind], kind);
+  if ((RICH_CONTENT_FIELDS as readonly string[]).includes(kind)) {
+    return {
+      message: richOrBadRequest(() => buildRichContent(kind as (typeof RICH_CONTENT_FIELDS)[number], body[kind], contextInfo)),
+      mediaPlaintext: undefined,
+    };
+  }
+  const input = parseMedia(body[kind], kind as MediaKind);
   const hosted = await ctx.media.hostMedia(input.data, input.kind);
   return {
     message: mediaMessage(input, { ...hosted, fileLength: input.data.length }, contextInfo),

@@ -28,6 +28,10 @@ import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
 import { companionAddress } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
+import { randomBytes } from 'node:crypto';
+
+/** Outbox attribute (never sent) marking a message whose first delivery is undecryptable on purpose. */
+export const GARBLE_ATTR = 'sandbox:garble';
 
 /** Outbox attribute of a phone's group row: `'1'` = deliver only the skmsg (the device has the sender key). */
 export const SKIP_PAIRWISE_ATTR = 'x-skip-pairwise';
@@ -121,7 +125,14 @@ export class Delivery {
     this.sendOfflineMarker(conn, link.offlineSent);
   }
 
+  /** Fault injection (admin `PUT /faults/offline-marker`): logins get no offline-delivered marker while set. */
+  withholdOfflineMarker = false;
+
   private sendOfflineMarker(conn: ClientConnection, count: number): void {
+    if (this.withholdOfflineMarker) {
+      conn.log.info('offline-delivered marker withheld (fault injection)');
+      return;
+    }
     conn.send({
       tag: 'ib',
       attrs: { from: '@s.whatsapp.net' },
@@ -258,7 +269,11 @@ export class Delivery {
     const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
     const parts: Array<{ type: string; ciphertext: Buffer }> = [];
     try {
-      if (row.ciphertext && row.encType) {
+      if (row.attrs[GARBLE_ATTR] === '1' && retryCount === undefined) {
+        // Fault injection (admin `undecryptable: true`): the first delivery cannot be decrypted; the companion's
+        // retry receipt gets the real message (below), as when a phone's session was out of step.
+        parts.push({ type: 'msg', ciphertext: randomBytes(64) });
+      } else if (row.ciphertext && row.encType) {
         parts.push({ type: row.encType, ciphertext: row.ciphertext });
       } else if (row.plaintext && row.senderPn && !skipPairwise) {
         const companionLid = accounts.get(link.pn)?.lid;
@@ -279,6 +294,7 @@ export class Delivery {
     const encAttrs: Record<string, string> = { v: '2' };
     // `enc:<name>` row attributes belong on the <enc> node (mediatype, decrypt-fail); `x-` ones are the sandbox's
     for (const [k, v] of Object.entries(row.attrs)) {
+      if (k === GARBLE_ATTR) continue;
       if (k.startsWith('enc:')) encAttrs[k.slice(4)] = v;
       else if (!k.startsWith('x-')) attrs[k] = v;
     }

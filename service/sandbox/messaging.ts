@@ -20,6 +20,7 @@ import {
   unpadRandomMax16,
   type BinaryNode,
 } from '@whiskeysockets/baileys';
+import { GARBLE_ATTR } from './delivery.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, NewOutbox } from './store.ts';
@@ -125,7 +126,7 @@ export class Messaging {
     from: AccountRow,
     to: AccountRow,
     message: proto.IMessage,
-    opts: { mediaPlaintext?: Buffer } = {},
+    opts: { mediaPlaintext?: Buffer; statusBroadcast?: boolean; undecryptableFirst?: boolean } = {},
   ): Promise<{ id: string; timestamp: number }> {
     const { store } = this.ctx;
     const id = newMessageId();
@@ -137,6 +138,12 @@ export class Messaging {
     );
     const baseAttrs = stanzaAttrs(message);
     const targets: Array<[string, number]> = [];
+    // A status post comes from status@broadcast with its author as participant (issue #13); the phones' 1:1 session
+    // encrypts it, which Baileys accepts for broadcasts (author = participant).
+    const recipientAttrs: Record<string, string> = opts.statusBroadcast
+      ? { ...baseAttrs, from: 'status@broadcast', participant: pnJid(from.pn), t: String(ts), notify: from.pushName }
+      : { ...baseAttrs, from: pnJid(from.pn), t: String(ts), notify: from.pushName, sender_lid: lidJid(from.lid) };
+    if (opts.undecryptableFirst) recipientAttrs[GARBLE_ATTR] = '1';
     store.enqueue(() => {
       store.insertMessageNow({ msgId: id, fromPn: from.pn, toPn: to.pn, ts, text, message: bytes });
       if (opts.mediaPlaintext) store.putMessageMediaNow(from.pn, id, opts.mediaPlaintext);
@@ -149,13 +156,7 @@ export class Messaging {
           msgId: id,
           kind: 'message',
           senderPn: from.pn,
-          attrs: {
-            ...baseAttrs,
-            from: pnJid(from.pn),
-            t: String(ts),
-            notify: from.pushName,
-            sender_lid: lidJid(from.lid),
-          },
+          attrs: recipientAttrs,
           plaintext: bytes,
           encType: null,
           ciphertext: null,

@@ -1,5 +1,5 @@
 /** Message fixtures for tests that write the store directly. */
-import { messageIdOf, type StoredMessage } from '../../service/db/messages.ts';
+import { EMPTY_CONTENT, messageIdOf, type StoredMessage } from '../../service/db/messages.ts';
 
 /** An incoming text message in `chatId` (a 1:1 chat, so the sender is the chat) with key id `keyId`. */
 export function incomingText(chatId: string, keyId: string, timestamp: number, text: string): StoredMessage {
@@ -12,6 +12,9 @@ export function incomingText(chatId: string, keyId: string, timestamp: number, t
     senderJid: chatId,
     senderPushName: 'Alice',
     type: 'text',
+            kind: 'text',
+            rawType: null,
+            ...EMPTY_CONTENT,
     text,
     quotedMessageId: null,
     media: null,

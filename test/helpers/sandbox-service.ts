@@ -61,10 +61,12 @@ export interface SandboxServiceOptions extends StartOptions {
   allowLan?: boolean;
   /** An existing data dir (a restart); a fresh temporary one by default. */
   dataDir?: string;
+  /** Config fields to override (e.g. onlineFallbackMs, downloadStatusMedia). */
+  config?: Partial<ServiceConfig>;
 }
 
 export async function startSandboxService(opts: SandboxServiceOptions = {}): Promise<SandboxService> {
-  const { typingDelayMs, allowLan, dataDir: existingDir, ...startOptions } = opts;
+  const { typingDelayMs, allowLan, dataDir: existingDir, config: configOverrides, ...startOptions } = opts;
   const dataDir = existingDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sb-msg-'));
   const setup = openStore(dataDir);
   const user = setup.users.ensure('e2e');
@@ -81,6 +83,7 @@ export async function startSandboxService(opts: SandboxServiceOptions = {}): Pro
     workerId: 'local',
     typingDelayMs: typingDelayMs ?? { min: 0, max: 0 },
     ...(allowLan && { allowLanWebhooks: true }),
+    ...configOverrides,
   };
   const service = await startService(config, startOptions);
   const apiUrl = service.apiUrl;

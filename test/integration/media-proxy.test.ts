@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { messageIdOf } from '../../service/db/messages.ts';
+import { EMPTY_CONTENT, messageIdOf } from '../../service/db/messages.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 
 const ALICE = '15550101@s.whatsapp.net';
@@ -38,6 +38,9 @@ describe('media proxy', () => {
       senderJid: ALICE,
       senderPushName: 'Alice',
       type: 'image',
+            kind: 'image',
+            rawType: null,
+            ...EMPTY_CONTENT,
       text: '',
       quotedMessageId: null,
       media: { url, mimetype: 'image/png', filename: null, size: bytes.length },

@@ -115,9 +115,10 @@ describe('message model', () => {
     expect(toStoredMessage(base({ contactMessage: { displayName: 'Bob', vcard: 'BEGIN:VCARD\nEND:VCARD' } }), ctx)).toMatchObject({ type: 'contact', text: 'Bob' });
   });
 
-  it('keeps unsupported kinds with their real type name', () => {
-    expect(toStoredMessage(base({ stickerMessage: { mimetype: 'image/webp' } }), ctx)!.type).toBe('sticker');
-    expect(toStoredMessage(base({ pollCreationMessage: { name: 'Lunch?' } }), ctx)).toMatchObject({ type: 'pollCreation', text: 'Lunch?' });
+  it('keeps type within the spec seven and puts the precise kind into kind (rawType for unsupported ones)', () => {
+    expect(toStoredMessage(base({ stickerMessage: { mimetype: 'image/webp' } }), ctx)).toMatchObject({ type: 'image', kind: 'sticker', rawType: null });
+    expect(toStoredMessage(base({ pollCreationMessage: { name: 'Lunch?' } }), ctx)).toMatchObject({ type: 'text', kind: 'poll', text: 'Lunch?' });
+    expect(toStoredMessage(base({ eventMessage: { name: 'Party' } }), ctx)).toMatchObject({ type: 'text', kind: 'unsupported', rawType: 'eventMessage' });
   });
 
   it('maps LID chats to phone-number JIDs: from the key alternate, else the mapping store', () => {
@@ -217,7 +218,7 @@ describe('message model: media and the media store rules', () => {
     const voice = toStoredMessage(base({ audioMessage: { mimetype: 'audio/ogg; codecs=opus', ptt: true, fileLength: 99 } }), ctx)!;
     expect(voice).toMatchObject({ type: 'audio', media: { url: '/api/connections/c1/media/ABC123.ogg', mimetype: 'audio/ogg; codecs=opus' } });
     const sticker = toStoredMessage(base({ stickerMessage: { mimetype: 'image/webp' } }), ctx)!;
-    expect(sticker).toMatchObject({ type: 'sticker', media: { url: '/api/connections/c1/media/ABC123.webp' } });
+    expect(sticker).toMatchObject({ type: 'image', kind: 'sticker', media: { url: '/api/connections/c1/media/ABC123.webp' } });
     const ptv = toStoredMessage(base({ ptvMessage: { mimetype: 'video/mp4' } }), ctx)!;
     expect(ptv).toMatchObject({ type: 'video', media: { mimetype: 'video/mp4' } });
     expect(toStoredMessage(base({ locationMessage: { degreesLatitude: 1, degreesLongitude: 2 } }), ctx)!.media).toBeNull();

@@ -1248,6 +1248,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description true: also list status posts (status@broadcast) */
+                    include_status?: boolean;
                     limit?: number;
                     offset?: number;
                     /** @description Only chats whose name, contact name or number contains this (case-insensitive) */
@@ -1398,10 +1400,29 @@ export interface paths {
                             historyStartsAt: number | null;
                             messages: {
                                 ack: number | null;
+                                album: {
+                                    expectedImages: number;
+                                    expectedVideos: number;
+                                } | null;
+                                albumId: string | null;
                                 chatId: string;
+                                contacts: {
+                                    name: string;
+                                    phoneNumbers: string[];
+                                    vcard: string;
+                                }[] | null;
                                 editedAt: number | null;
                                 fromMe: boolean;
                                 id: string;
+                                kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                                location: {
+                                    address: string | null;
+                                    isLive: boolean;
+                                    latitude: number;
+                                    longitude: number;
+                                    name: string | null;
+                                    url: string | null;
+                                } | null;
                                 media: {
                                     filename: string | null;
                                     mimetype: string;
@@ -1410,17 +1431,31 @@ export interface paths {
                                 } | null;
                                 /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                                 mentions: string[];
+                                poll: {
+                                    name: string;
+                                    options: {
+                                        name: string;
+                                        voters: string[];
+                                        votes: number;
+                                    }[];
+                                    selectableCount: number;
+                                } | null;
                                 quotedMessageId: string | null;
+                                rawType: string | null;
                                 reactions: {
                                     emoji: string;
                                     senderJid: string;
                                     timestamp: number;
                                 }[];
+                                selection: {
+                                    id: string;
+                                    title: string;
+                                } | null;
                                 senderJid: string;
                                 senderPushName: string;
                                 text: string;
                                 timestamp: number;
-                                type: string;
+                                type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                             }[];
                             nextBefore: string | null;
                         };
@@ -2968,10 +3003,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -2980,17 +3034,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3095,10 +3163,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3107,17 +3194,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3460,10 +3561,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3472,17 +3592,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3731,10 +3865,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3743,17 +3896,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -3888,10 +4055,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3900,17 +4086,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -4038,10 +4238,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -4050,17 +4269,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -4195,10 +4428,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -4207,17 +4459,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -4352,10 +4618,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -4364,17 +4649,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -4503,10 +4802,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -4515,17 +4833,220 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/send-poll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a poll (votes arrive as poll.vote events and on the poll message)
+         * @description Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a group WhatsApp does not know is a 404 `Chat not found`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description The question */
+                        name: string;
+                        /** @description 2 to 12 distinct options */
+                        options: string[];
+                        /** @description Id of the message to quote */
+                        replyTo?: string;
+                        /**
+                         * @description How many options a voter may pick (1 = single choice)
+                         * @default 1
+                         */
+                        selectableCount?: number;
+                        /** @description true: no read receipt, typing indicator or delay */
+                        skipPresence?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -4660,10 +5181,29 @@ export interface paths {
                     content: {
                         "application/json": {
                             ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
                             chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -4672,17 +5212,31 @@ export interface paths {
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
                             mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
                             quotedMessageId: string | null;
+                            rawType: string | null;
                             reactions: {
                                 emoji: string;
                                 senderJid: string;
                                 timestamp: number;
                             }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
                             senderJid: string;
                             senderPushName: string;
                             text: string;
                             timestamp: number;
-                            type: string;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                         };
                     };
                 };
@@ -6582,4 +7136,4 @@ export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
 /** Event types the service emits (webhooks may subscribe to each, or to `*`). */
-export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","presence.update","group.update","group.participants","webhook.test"] as const;
+export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","message.waiting","poll.vote","presence.update","group.update","group.participants","webhook.test"] as const;

@@ -26,6 +26,7 @@ const ChatsQuery = Type.Object({
   q: Type.Optional(
     Type.String({ maxLength: 100, description: 'Only chats whose name, contact name or number contains this (case-insensitive)' }),
   ),
+  include_status: Type.Boolean({ default: false, description: 'true: also list status posts (status@broadcast)' }),
 });
 
 export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
@@ -34,8 +35,8 @@ export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const { limit, offset, unread_only, q } = request.query;
-      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only, q });
+      const { limit, offset, unread_only, include_status, q } = request.query;
+      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
     },
   );
 };

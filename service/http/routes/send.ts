@@ -1,6 +1,6 @@
 /**
- * Sending (interface-spec §4.3): text, image, document, video, audio, location and contact messages, reactions and
- * edits. Every send answers 201 with the stored Message (its `id` is what the edit and react endpoints take).
+ * Sending (interface-spec §4.3): text, image, document, video, audio, location, contact and poll messages,
+ * reactions and edits. Every send answers 201 with the stored Message (its `id` is what the edit and react endpoints take).
  * Media comes as exactly one of `url` (https, fetched by the service) or `base64`; limits and type checks are the
  * engine's (engine/outgoing.ts). Presence and pacing are the engine's send pipeline.
  */
@@ -56,6 +56,14 @@ const ContactBody = strict({
   ...common,
   name: Type.String({ minLength: 1, maxLength: 256 }),
   phoneNumber: Type.String({ minLength: 1, maxLength: 32, description: 'International format, e.g. +15550101' }),
+});
+const PollBody = strict({
+  ...common,
+  name: Type.String({ minLength: 1, maxLength: 255, description: 'The question' }),
+  options: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 2, maxItems: 12, description: '2 to 12 distinct options' }),
+  selectableCount: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 12, default: 1, description: 'How many options a voter may pick (1 = single choice)' }),
+  ),
 });
 const ReactBody = strict({
   chatId: common.chatId,
@@ -116,6 +124,11 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
   api.post('/connections/:id/send-contact', { schema: { ...created, body: ContactBody } }, async (request, reply) => {
     const c = ownedConnection(store, request.user, request.params.id);
     return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'contact' }));
+  });
+
+  api.post('/connections/:id/send-poll', { schema: { ...created, body: PollBody } }, async (request, reply) => {
+    const c = ownedConnection(store, request.user, request.params.id);
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'poll' }));
   });
 
   api.post('/connections/:id/react', { schema: { ...created, body: ReactBody } }, async (request, reply) => {

@@ -26,6 +26,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.reaction',
   'message.edited',
   'message.revoked',
+  'message.waiting',
+  'poll.vote',
   'presence.update',
   'group.update',
   'group.participants',
