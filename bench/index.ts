@@ -28,6 +28,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   history: () => import('./history.ts'),
   api: () => import('./api.ts'),
   coldstart: () => import('./coldstart.ts'),
+  search: () => import('./search.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -1354,6 +1354,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/chats/{chatId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a chat (JSONL, HTML transcript, or ZIP with media)
+         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    format?: "jsonl" | "html";
+                    /** @description true: a ZIP with the transcript and the media files */
+                    media?: boolean;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path: {
+                    chatId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/chats/{chatId}/messages": {
         parameters: {
             query?: never;
@@ -1365,6 +1476,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description nextAfter of a page: the newer messages that follow it */
+                    after?: string;
+                    /** @description A message id: the page centred on that message */
+                    around?: string;
                     /** @description nextBefore of the previous page */
                     before?: string;
                     limit?: number;
@@ -1410,6 +1525,7 @@ export interface paths {
                                 timestamp: number;
                                 type: string;
                             }[];
+                            nextAfter?: string | null;
                             nextBefore: string | null;
                         };
                     };
@@ -2669,6 +2785,164 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search a connection’s messages (words, "phrases", prefix*, -exclusion) */
+        get: {
+            parameters: {
+                query: {
+                    /** @description nextBefore of the previous page (same q, filters and order) */
+                    before?: string;
+                    /** @description A JID or a phone number in international format */
+                    chatId?: string;
+                    fromMe?: boolean;
+                    /** @description Message kind, where the store records one */
+                    kind?: string;
+                    limit?: number;
+                    order?: "recent" | "relevance";
+                    /** @description Words, "phrases", prefix*, -exclusion (docs/api.md "Search") */
+                    q: string;
+                    senderJid?: string;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Message type (text, image, document, …) */
+                    type?: string;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nextBefore: string | null;
+                            results: {
+                                chatName: string | null;
+                                message: {
+                                    ack: number | null;
+                                    chatId: string;
+                                    editedAt: number | null;
+                                    fromMe: boolean;
+                                    id: string;
+                                    media: {
+                                        filename: string | null;
+                                        mimetype: string;
+                                        size: number | null;
+                                        url: string;
+                                    } | null;
+                                    quotedMessageId: string | null;
+                                    reactions: {
+                                        emoji: string;
+                                        senderJid: string;
+                                        timestamp: number;
+                                    }[];
+                                    senderJid: string;
+                                    senderPushName: string;
+                                    text: string;
+                                    timestamp: number;
+                                    type: string;
+                                };
+                                /** @description Matched text with the matches marked «…» and cuts marked … */
+                                snippet: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4465,6 +4739,149 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search the messages of all your connections */
+        get: {
+            parameters: {
+                query: {
+                    /** @description nextBefore of the previous page (same q, filters and order) */
+                    before?: string;
+                    /** @description A JID or a phone number in international format */
+                    chatId?: string;
+                    fromMe?: boolean;
+                    /** @description Message kind, where the store records one */
+                    kind?: string;
+                    limit?: number;
+                    order?: "recent" | "relevance";
+                    /** @description Words, "phrases", prefix*, -exclusion (docs/api.md "Search") */
+                    q: string;
+                    senderJid?: string;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Message type (text, image, document, …) */
+                    type?: string;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nextBefore: string | null;
+                            results: {
+                                chatName: string | null;
+                                connectionId: string;
+                                message: {
+                                    ack: number | null;
+                                    chatId: string;
+                                    editedAt: number | null;
+                                    fromMe: boolean;
+                                    id: string;
+                                    media: {
+                                        filename: string | null;
+                                        mimetype: string;
+                                        size: number | null;
+                                        url: string;
+                                    } | null;
+                                    quotedMessageId: string | null;
+                                    reactions: {
+                                        emoji: string;
+                                        senderJid: string;
+                                        timestamp: number;
+                                    }[];
+                                    senderJid: string;
+                                    senderPushName: string;
+                                    text: string;
+                                    timestamp: number;
+                                    type: string;
+                                };
+                                /** @description Matched text with the matches marked «…» and cuts marked … */
+                                snippet: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
                     headers: {

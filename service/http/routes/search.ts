@@ -193,7 +193,16 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
 
   api.get(
     '/connections/:id/chats/:chatId/export',
-    { schema: { params: Type.Object({ id: Type.String(), chatId: Type.String() }), querystring: ExportQuery } },
+    {
+      schema: {
+        params: Type.Object({ id: Type.String(), chatId: Type.String() }),
+        querystring: ExportQuery,
+        description:
+          'Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → ' +
+          'a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, ' +
+          '`media/<file>` and `media-missing.json`.',
+      },
+    },
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
       const chatId = normalizeChatId(request.params.chatId);
