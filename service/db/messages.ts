@@ -285,7 +285,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
         ack: m.ack,
         raw: m.raw ? Buffer.from(m.raw) : null,
       });
-      search.reindex(connectionId, m.id);
+      search.reindex(connectionId, m.id, { fresh: !existed });
       return !existed;
     },
     /** The stored ack of a message: a number or null when stored, undefined when there is no such message. */

@@ -215,7 +215,7 @@ export function searchIndex(db: Db) {
       `DELETE FROM message_search WHERE rowid = (SELECT ${ROWID_SQL} FROM messages WHERE connection_id = ? AND id = ?)`,
     ),
     insert: db.prepare(
-      `INSERT INTO message_search (rowid, body, tags, connection_id, message_id)
+      `INSERT OR REPLACE INTO message_search (rowid, body, tags, connection_id, message_id)
        SELECT ${ROWID_SQL}, ?, ?, connection_id, id FROM messages WHERE connection_id = ? AND id = ?`,
     ),
     backfillBatch: db.prepare(
@@ -231,8 +231,9 @@ export function searchIndex(db: Db) {
     dropMarker: db.prepare(`DELETE FROM settings WHERE key = 'search.backfill'`),
   };
 
-  function indexRow(r: IndexSourceRow): void {
-    q.remove.run(r.connection_id, r.id);
+  /** (Re)writes one message's index row; OR REPLACE: a stale row at the same rowid can never fail the message's write. */
+  function indexRow(r: IndexSourceRow, fresh = false): void {
+    if (!fresh) q.remove.run(r.connection_id, r.id);
     if (r.type === 'revoked') return;
     const body = searchBody(SEARCH_SOURCES.map((s) => (s.text ? s.text(r[s.column]) : (r[s.column] as string | null))));
     if (body.trim() === '') return;
@@ -259,11 +260,12 @@ export function searchIndex(db: Db) {
     },
     /**
      * Brings the index row of a message in line with its `messages` row: (re)written from its current text,
-     * removed when it is revoked, has nothing to search, or no longer exists. Call inside the message's transaction.
+     * removed when it is revoked or has nothing to search. Call inside the message's transaction; `fresh`: the
+     * message was just inserted (it has no index row yet).
      */
-    reindex(connectionId: string, id: string): void {
+    reindex(connectionId: string, id: string, opts: { fresh?: boolean } = {}): void {
       const r = q.row.get(connectionId, id) as IndexSourceRow | undefined;
-      if (r) indexRow(r);
+      if (r) indexRow(r, opts.fresh === true);
     },
     /** Removes a message's index row (before its `messages` row changes its position or goes away). */
     remove(connectionId: string, id: string): void {
