@@ -28,6 +28,7 @@ import { TokensView } from '../views/TokensView.tsx';
 import { WebhooksView } from '../views/WebhooksView.tsx';
 import { ConnectionPicker } from './ConnectionPicker.tsx';
 import { SandboxBadge } from './SandboxBadge.tsx';
+import { SearchBox } from './SearchBox.tsx';
 
 const NAV: Array<{ view: View; label: string; icon: ReactNode }> = [
   { view: 'connections', label: 'Connections', icon: <IconPlugConnected size={18} /> },
@@ -101,6 +102,7 @@ export function Shell() {
             <SandboxBadge />
           </Group>
           <Group gap="sm" wrap="nowrap">
+            <SearchBox />
             <ConnectionPicker />
             <LiveIndicator />
             <ThemeToggle />

@@ -2,8 +2,10 @@
  * One chat: messages oldest → newest, older pages loaded when scrolled to the top (scroll position kept), a
  * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
-import { Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
-import { useEffect, useLayoutEffect, useRef } from 'react';
+import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Menu, Stack, Text } from '@mantine/core';
+import { IconDotsVertical, IconDownload } from '@tabler/icons-react';
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { errorMessage } from '../api/client.ts';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
@@ -30,7 +32,9 @@ export function HistoryMarker({ at }: { at: number | null }) {
 
 export function MessageList({ connectionId }: { connectionId: string }) {
   const client = useClient();
-  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder } = useThread();
+  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder, nextAfter, loadingNewer, loadNewer, highlightId } =
+    useThread();
+  const scrolledTo = useRef<string | null>(null);
   const scroller = useRef<HTMLDivElement>(null);
   const anchor = useRef<{ height: number; top: number; firstId: string | undefined } | null>(null);
   const lastId = useRef<string | undefined>(undefined);
@@ -47,10 +51,15 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     const el = scroller.current;
     if (!el) return;
     const a = anchor.current;
-    if (a && messages[0]?.id !== a.firstId) {
+    const target = highlightId ? el.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(highlightId)}"]`) : null;
+    if (target && scrolledTo.current !== highlightId) {
+      // Opened from a search result: centre the message once; later pages load around it without moving it.
+      scrolledTo.current = highlightId;
+      target.scrollIntoView({ block: 'center' });
+    } else if (a && messages[0]?.id !== a.firstId) {
       el.scrollTop = el.scrollHeight - a.height + a.top;
       anchor.current = null;
-    } else if (messages.at(-1)?.id !== lastId.current) {
+    } else if (!highlightId && messages.at(-1)?.id !== lastId.current) {
       const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 200;
       if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) el.scrollTop = el.scrollHeight;
     }
@@ -71,7 +80,9 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       ref={scroller}
       data-testid="thread-scroll"
       onScroll={(e) => {
-        if (e.currentTarget.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+        const el = e.currentTarget;
+        if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+        if (nextAfter && !loadingNewer && el.scrollHeight - el.scrollTop - el.clientHeight < LOAD_OLDER_THRESHOLD) void loadNewer(client);
       }}
       role="log"
       aria-live="polite"
@@ -93,10 +104,68 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       )}
       <Stack gap={6}>
         {messages.map((m) => (
-          <MessageBubble key={m.id} message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+          <div key={m.id} data-message-id={m.id} className={m.id === highlightId ? 'search-hit' : undefined} data-testid={m.id === highlightId ? 'search-hit' : undefined}>
+            <MessageBubble message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+          </div>
         ))}
       </Stack>
+      {nextAfter && (
+        <Center py="xs">
+          {loadingNewer ? (
+            <Loader size="xs" aria-label="Loading newer messages" />
+          ) : (
+            <Button size="compact-xs" variant="subtle" onClick={() => void loadNewer(client)} data-testid="load-newer">
+              Load newer messages
+            </Button>
+          )}
+        </Center>
+      )}
     </div>
+  );
+}
+
+/** The thread menu's "Export chat": downloads the transcript (JSONL or HTML) or a ZIP with the media. */
+function ExportMenu({ connectionId, chatId }: { connectionId: string; chatId: string }) {
+  const client = useClient();
+  const [busy, setBusy] = useState(false);
+  const [failed, setFailed] = useState<string | null>(null);
+  const download = async (format: 'jsonl' | 'html', media: boolean) => {
+    setBusy(true);
+    setFailed(null);
+    try {
+      const { blob, filename } = await client.exportChat(connectionId, chatId, format, media);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = filename;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      setFailed(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Menu position="bottom-end" withinPortal>
+      <Menu.Target>
+        <ActionIcon variant="subtle" aria-label="Thread menu" data-testid="thread-menu" loading={busy} color={failed ? 'red' : undefined} title={failed ?? undefined}>
+          <IconDotsVertical size={18} />
+        </ActionIcon>
+      </Menu.Target>
+      <Menu.Dropdown>
+        <Menu.Label>Export chat</Menu.Label>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('html', false)} data-testid="export-html">
+          Readable transcript (HTML)
+        </Menu.Item>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('jsonl', false)} data-testid="export-jsonl">
+          Messages as JSONL
+        </Menu.Item>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('html', true)} data-testid="export-zip">
+          Transcript with media (ZIP)
+        </Menu.Item>
+      </Menu.Dropdown>
+    </Menu>
   );
 }
 
@@ -124,6 +193,7 @@ export function Thread({ connectionId, chatId, chatName, online }: { connectionI
           </Text>
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
+        <ExportMenu connectionId={connectionId} chatId={chatId} />
         {!online && (
           <Badge color="orange" variant="light">
             Offline: read only
