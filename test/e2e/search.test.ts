@@ -272,6 +272,44 @@ describe('search, surroundings and export through the sandbox', () => {
     }
   });
 
+  it('console: the top-bar search opens the thread at the hit, highlighted, with newer pages on demand', { timeout: 60_000 }, async () => {
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${new URL(s.apiUrl).origin}/`);
+      await page.getByTestId('token-input').fill(s.token);
+      await page.getByRole('button', { name: 'Open console' }).click();
+      await page.getByTestId('search-box').fill('"message 1500 of"');
+      await page.getByTestId('search-box').press('Enter');
+      const result = page.getByTestId('search-result');
+      await result.first().waitFor();
+      expect(await result.count()).toBe(1);
+      expect(await page.locator('.search-snippet mark').allInnerTexts()).toEqual(['message 1500 of']);
+      await result.first().click();
+      const hit = page.getByTestId('search-hit');
+      await hit.waitFor();
+      expect(await hit.innerText()).toContain(`History message 1500 of ${HISTORY}`);
+      // scrolled into the thread's view (evaluated in the page)
+      await page.waitForFunction(`(() => {
+        const el = document.querySelector('[data-testid="search-hit"]').getBoundingClientRect();
+        const box = document.querySelector('[data-testid="thread-scroll"]').getBoundingClientRect();
+        return el.top >= box.top && el.bottom <= box.bottom;
+      })()`);
+      await page.screenshot({ path: 'docs/screenshots/12-search-jump.png' });
+      // newer messages below the hit load on demand
+      await page.getByTestId('load-newer').click();
+      await page.getByText(`History message 1530 of ${HISTORY}`).waitFor();
+    } catch (err) {
+      await (await browser.contexts()[0]?.pages()[0])?.screenshot({ path: '/tmp/search-console-failure.png' });
+      throw err;
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('exports a ZIP with the transcript and the media files, bytes identical', async () => {
     const res = await s.raw(`/connections/${id}/chats/${ALICE_JID}/export?format=html&media=true`);
     expect(res.status).toBe(200);

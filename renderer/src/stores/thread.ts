@@ -25,7 +25,7 @@ interface ThreadState {
   loadingNewer: boolean;
   /** The message a search result opened the thread at: scrolled to and highlighted. */
   highlightId: string | null;
-  /** Set before the thread opens: the next openChat of that chat loads the page around this message. */
+  /** Set before the thread opens: openChat of that chat loads the page around this message (until cleared). */
   jump: { connectionId: string; chatId: string; messageId: string } | null;
   jumpTo(connectionId: string, chatId: string, messageId: string): void;
   loadNewer(client: ApiClient): Promise<void>;
@@ -90,8 +90,9 @@ export const useThread = create<ThreadState>((set, get) => ({
   async openChat(client, connectionId, chatId) {
     const jump = get().jump;
     const around = jump && jump.connectionId === connectionId && jump.chatId === chatId ? jump.messageId : null;
+    // The jump stays set while its chat is reopened (a remount of the thread); opening another chat ends it.
     set({
-      jump: null,
+      ...(jump && !around && { jump: null }),
       highlightId: around,
       nextAfter: null,
       loadingNewer: false,

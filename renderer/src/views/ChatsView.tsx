@@ -6,6 +6,7 @@ import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
 import { useClient } from '../stores/session.ts';
+import { useThread } from '../stores/thread.ts';
 import { Thread } from './Thread.tsx';
 
 export function formatTime(ts: number): string {
@@ -60,7 +61,10 @@ export function ChatsView() {
                   data-active={c.id === openChatId}
                   data-testid="chat-item"
                   data-chat-id={c.id}
-                  onClick={() => open(c.id)}
+                  onClick={() => {
+                    useThread.setState({ jump: null }); // a chat picked from the list opens at its newest messages
+                    open(c.id);
+                  }}
                   w="100%"
                   px="sm"
                   py={8}
