@@ -176,18 +176,24 @@ export interface SearchPage {
   nextBefore: string | null;
 }
 
-/** A decoded search cursor: an FTS rowid to continue below (recent) or an offset (relevance). */
-type SearchCursor = { rowid: bigint } | { offset: number };
+/**
+ * A decoded search cursor: an FTS rowid to continue below (recent), or an offset into the ranking together with
+ * the rowid floor of the ranked window (relevance), so every page ranks the same window.
+ */
+type SearchCursor = { rowid: bigint } | { offset: number; floor: bigint };
 
 function encodeSearchCursor(c: SearchCursor): string {
-  return Buffer.from('rowid' in c ? `r${c.rowid}` : `o${c.offset}`).toString('base64url');
+  return Buffer.from('rowid' in c ? `r${c.rowid}` : `o${c.offset}:${c.floor}`).toString('base64url');
 }
+
+/** Relevance ranks at most this many of the most recent matches (bm25 scores every row it ranks). */
+export const RELEVANCE_WINDOW = 5000;
 
 /** Decodes a search `before` cursor; undefined when it is not one this service issued. */
 export function decodeSearchCursor(s: string): SearchCursor | undefined {
-  const m = /^(?:r(\d{1,19})|o(\d{1,7}))$/.exec(Buffer.from(s, 'base64url').toString('utf8'));
+  const m = /^(?:r(\d{1,19})|o(\d{1,7}):(\d{1,19}))$/.exec(Buffer.from(s, 'base64url').toString('utf8'));
   if (!m) return undefined;
-  return m[1] !== undefined ? { rowid: BigInt(m[1]) } : { offset: Number(m[2]) };
+  return m[1] !== undefined ? { rowid: BigInt(m[1]) } : { offset: Number(m[2]), floor: BigInt(m[3]!) };
 }
 
 const MAX_ROWID = (1n << 63n) - 1n;
@@ -325,8 +331,29 @@ export function searchIndex(db: Db) {
         params.upperRow = upper;
       }
       let offset = 0;
-      if (cursor && 'offset' in cursor) offset = cursor.offset;
-      if (opts.order === 'relevance') params.offset = BigInt(offset);
+      let floor = 0n;
+      if (opts.order === 'relevance') {
+        if (cursor && 'offset' in cursor) ({ offset, floor } = cursor);
+        else {
+          // The window: the RELEVANCE_WINDOW most recent matches (found by walking the index backwards).
+          const bound = { match, ...(params.sinceRow !== undefined && { sinceRow: params.sinceRow }), ...(params.upperRow !== undefined && { upperRow: params.upperRow }) };
+          const conds = ['message_search MATCH @match', ...where.filter((w) => w.startsWith('s.rowid'))];
+          const floorStmt = searchStatement(
+            `floor|${Object.keys(bound).sort().join(',')}`,
+            () => `SELECT s.rowid AS rowid FROM message_search s WHERE ${conds.join(' AND ')} ORDER BY s.rowid DESC LIMIT 1 OFFSET ${RELEVANCE_WINDOW - 1}`,
+          );
+          try {
+            floor = (floorStmt.get(bound) as { rowid: bigint } | undefined)?.rowid ?? 0n;
+          } catch (err) {
+            throw badRequest(`q cannot be searched: ${(err as Error).message}`);
+          }
+        }
+        params.offset = BigInt(offset);
+        if (floor > 0n) {
+          where.push('s.rowid >= @floorRow');
+          params.floorRow = floor;
+        }
+      }
       const key = `${opts.order}|${Object.keys(params).sort().join(',')}`;
       const stmt = searchStatement(
         key,
@@ -349,7 +376,7 @@ export function searchIndex(db: Db) {
       const last = page[page.length - 1];
       const nextBefore =
         more && last
-          ? encodeSearchCursor(opts.order === 'recent' ? { rowid: last.rowid } : { offset: offset + opts.limit })
+          ? encodeSearchCursor(opts.order === 'recent' ? { rowid: last.rowid } : { offset: offset + opts.limit, floor })
           : null;
       return {
         hits: page.map((r) => ({ connectionId: r.connectionId, messageId: r.messageId, snippet: cleanSnippet(r.snippet) })),

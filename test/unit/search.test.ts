@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrations } from '../../service/db/migrations.ts';
 import { decodeCursor, type StoredMessage } from '../../service/db/messages.ts';
-import { matchExpression, parseSearchQuery } from '../../service/db/search.ts';
+import { matchExpression, parseSearchQuery, RELEVANCE_WINDOW } from '../../service/db/search.ts';
 import { startSearchBackfill } from '../../service/db/search-backfill.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { ServiceError } from '../../service/errors.ts';
@@ -140,6 +140,28 @@ describe('search index', () => {
       if (order === 'recent') expect(seen.map((s) => s.split('_').pop())).toEqual(ids('lunch'));
     }
     expect(badRequest(() => store.search.search('lunch', { connectionIds: [conn] }, { limit: 5, order: 'recent', before: 'garbage' }))).toMatch(/cursor/);
+  });
+
+  it('ranks by relevance within the most recent RELEVANCE_WINDOW matches, the same window on every page', () => {
+    store.tx(() => {
+      store.messages.upsert(conn, incomingText(CHAT, 'oldest', 10, 'alpha alpha alpha')); // the best match, but old
+      for (let i = 0; i < RELEVANCE_WINDOW + 50; i++) store.messages.upsert(conn, incomingText(CHAT, `k${i}`, 100 + i, `alpha and some other words ${i}`));
+    });
+    const seen = new Set<string>();
+    let before: string | undefined;
+    let first: string | undefined;
+    do {
+      const page = store.search.search('alpha', { connectionIds: [conn] }, { limit: 100, order: 'relevance', ...(before && { before }) });
+      first ??= page.hits[0]!.messageId;
+      for (const h of page.hits) seen.add(h.messageId);
+      before = page.nextBefore ?? undefined;
+      if (seen.size === 100) put(incomingText(CHAT, 'late', 99_999, 'alpha alpha alpha alpha')); // arrives mid-paging
+    } while (before);
+    expect(seen.size).toBe(RELEVANCE_WINDOW);
+    expect(seen.has(`false_${CHAT}_oldest`)).toBe(false);
+    expect(seen.has(`false_${CHAT}_late`)).toBe(false);
+    expect(first).not.toBe(`false_${CHAT}_oldest`);
+    expect(ids('"alpha alpha"', {}, 'relevance')).toEqual(['late', 'oldest']);
   });
 
   it('pages around a message and forward with after, and iterates a chat oldest first', () => {
