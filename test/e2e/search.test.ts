@@ -265,7 +265,7 @@ describe('search, surroundings and export through the sandbox', () => {
       expect(await page.locator('main b').count()).toBe(0);
       expect(requests).toEqual([`file://${file}`]);
       fs.mkdirSync('docs/screenshots', { recursive: true });
-      await page.screenshot({ path: 'docs/screenshots/11-chat-export-html.png', fullPage: false });
+      await page.screenshot({ path: 'docs/screenshots/search-export-html.png', fullPage: false });
     } finally {
       await browser.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -298,7 +298,7 @@ describe('search, surroundings and export through the sandbox', () => {
         const box = document.querySelector('[data-testid="thread-scroll"]').getBoundingClientRect();
         return el.top >= box.top && el.bottom <= box.bottom;
       })()`);
-      await page.screenshot({ path: 'docs/screenshots/12-search-jump.png' });
+      await page.screenshot({ path: 'docs/screenshots/search-jump.png' });
       // newer messages below the hit load on demand
       await page.getByTestId('load-newer').click();
       await page.getByText(`History message 1530 of ${HISTORY}`).waitFor();
