@@ -188,7 +188,7 @@ describe('migration of a database from before the index', () => {
     // The schema as it was before the search migration, with messages in it.
     const file = path.join(dir, 'switchboard.db');
     const old = new Database(file);
-    const before = migrations.length - 1;
+    const before = migrations.findIndex((m) => m.includes('CREATE VIRTUAL TABLE message_search')); // the schema version before it
     for (let v = 0; v < before; v++) old.exec(migrations[v]!);
     old.pragma(`user_version = ${before}`);
     old.pragma(`application_id = ${0x53574244}`);
