@@ -29,6 +29,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   api: () => import('./api.ts'),
   coldstart: () => import('./coldstart.ts'),
   groups: () => import('./groups.ts'),
+  search: () => import('./search.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -23,6 +23,7 @@ import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { openStore } from './db/store.ts';
+import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
 import type { EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
@@ -225,6 +226,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     cleanups.push({ step: 'webhook dispatcher', cleanup: () => dispatcher.close() });
     const retention = startRetention({ store, logger, ...(config.eventRetentionDays && { days: config.eventRetentionDays }) });
     cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });
+    const searchBackfill = startSearchBackfill({ store, logger });
+    cleanups.push({ step: 'search index backfill', cleanup: () => searchBackfill.stop() });
 
     engine.startAll();
     // Files made during start-up by parts that do not set modes themselves (the sandbox's database): no warning.

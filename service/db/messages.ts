@@ -4,6 +4,7 @@
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
+import { searchIndex, type SearchIndex } from './search.ts';
 
 export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'location', 'contact'] as const;
 export type MessageType = (typeof MESSAGE_TYPES)[number];
@@ -270,7 +271,11 @@ export function decodeCursor(cursor: string): PagePosition | undefined {
 
 export type MessagesRepo = ReturnType<typeof messagesRepo>;
 
-export function messagesRepo(db: Db) {
+/**
+ * Named queries over `messages`. Every write keeps the full-text index (`search`, search.ts) in step in the same
+ * transaction: inserts and edits (re)index the message, revokes remove it.
+ */
+export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
@@ -300,6 +305,15 @@ export function messagesRepo(db: Db) {
     pageBefore: db.prepare(
       `SELECT ${COLUMNS}, seq FROM messages WHERE connection_id = ? AND chat_id = ? AND (timestamp, seq) < (?, ?)
        ORDER BY timestamp DESC, seq DESC LIMIT ?`,
+    ),
+    pageAfter: db.prepare(
+      `SELECT ${COLUMNS}, seq FROM messages WHERE connection_id = ? AND chat_id = ? AND (timestamp, seq) > (?, ?)
+       ORDER BY timestamp ASC, seq ASC LIMIT ?`,
+    ),
+    position: db.prepare(`SELECT chat_id, timestamp, seq FROM messages WHERE connection_id = ? AND id = ?`),
+    range: db.prepare(
+      `SELECT ${COLUMNS}, seq FROM messages WHERE connection_id = ? AND chat_id = ? AND (timestamp, seq) > (?, ?)
+         AND timestamp <= ? ORDER BY timestamp ASC, seq ASC LIMIT ?`,
     ),
     oldest: db.prepare(
       `SELECT timestamp FROM messages WHERE connection_id = ? AND chat_id = ? ORDER BY timestamp ASC, seq ASC LIMIT 1`,
@@ -407,6 +421,7 @@ export function messagesRepo(db: Db) {
         content: contentJson(m),
         messageSecret: m.messageSecret ? Buffer.from(m.messageSecret) : null,
       });
+      search.reindex(connectionId, m.id, { fresh: !existed });
       return !existed;
     },
     /** The stored ack of a message: a number or null when stored, undefined when there is no such message. */
@@ -444,6 +459,7 @@ export function messagesRepo(db: Db) {
       if (!current) return;
       q.addEdit.run(connectionId, id, editedAt, current.text, text);
       q.setText.run(text, editedAt, connectionId, id);
+      search.reindex(connectionId, id);
     },
     /** Edit history of a message, oldest first. */
     edits(connectionId: string, id: string): Array<{ editedAt: number; previousText: string; text: string }> {
@@ -489,6 +505,7 @@ export function messagesRepo(db: Db) {
     revoke(connectionId: string, id: string): void {
       q.revoke.run(connectionId, id);
       q.deleteReactions.run(connectionId, id);
+      search.remove(connectionId, id);
     },
     /**
      * Sets (or with `emoji` "" removes) the reaction of `senderJid` on a message.
@@ -536,6 +553,67 @@ export function messagesRepo(db: Db) {
       }
       const oldest = q.oldest.get(connectionId, chatId) as { timestamp: number } | undefined;
       return { messages, nextBefore: null, historyStartsAt: oldest?.timestamp ?? null };
+    },
+    /**
+     * Position of a message in its chat's order (for `around=`); undefined when the message is not in that chat.
+     */
+    positionOf(connectionId: string, chatId: string, id: string): PagePosition | undefined {
+      const r = q.position.get(connectionId, id) as { chat_id: string; timestamp: number; seq: number } | undefined;
+      return r && r.chat_id === chatId ? { timestamp: r.timestamp, seq: r.seq } : undefined;
+    },
+    /**
+     * The page of up to `limit` messages newer than `after` (the closest ones), newest first like every page.
+     * `nextAfter`: cursor to continue towards newer messages, null when the page reaches the newest;
+     * `nextBefore`: the cursor of the page's oldest message (older messages exist: at least `after`'s own).
+     */
+    pageAfter(connectionId: string, chatId: string, limit: number, after: PagePosition): MessagePage & { nextAfter: string | null } {
+      const rows = q.pageAfter.all(connectionId, chatId, after.timestamp, after.seq, limit + 1) as RawRow[];
+      const more = rows.length > limit;
+      const pageRows = rows.slice(0, limit);
+      const newest = pageRows[pageRows.length - 1];
+      const oldest = pageRows[0];
+      return {
+        messages: withReactions(connectionId, pageRows.reverse()),
+        nextBefore: encodeCursor(oldest ? { timestamp: oldest.timestamp, seq: oldest.seq! } : after),
+        historyStartsAt: null,
+        nextAfter: more && newest ? encodeCursor({ timestamp: newest.timestamp, seq: newest.seq! }) : null,
+      };
+    },
+    /**
+     * The page of `limit` messages centred on the message at `at` (it included; older half first rounded down),
+     * newest first, with cursors both ways (`nextBefore`/`historyStartsAt` as in `page`, `nextAfter` as in
+     * `pageAfter`).
+     */
+    pageAround(connectionId: string, chatId: string, limit: number, at: PagePosition): MessagePage & { nextAfter: string | null } {
+      const newerWanted = Math.floor((limit - 1) / 2);
+      const newerRows = (q.pageAfter.all(connectionId, chatId, at.timestamp, at.seq, newerWanted + 1) as RawRow[]).slice(0, newerWanted);
+      // The message itself and the older ones: everything at or before its position.
+      const older = this.page(connectionId, chatId, limit - newerRows.length, { timestamp: at.timestamp, seq: at.seq + 1 });
+      const newest = newerRows[newerRows.length - 1];
+      const moreNewer = newest ? q.pageAfter.all(connectionId, chatId, newest.timestamp, newest.seq!, 1).length > 0 : false;
+      return {
+        messages: [...withReactions(connectionId, newerRows.reverse()), ...older.messages],
+        nextBefore: older.nextBefore,
+        historyStartsAt: older.historyStartsAt,
+        nextAfter: moreNewer && newest ? encodeCursor({ timestamp: newest.timestamp, seq: newest.seq! }) : null,
+      };
+    },
+    /**
+     * A chat's messages oldest first, read in batches of `batch` by keyset (the whole chat never sits in memory),
+     * between `since` and `until` (unix seconds, inclusive). For exports.
+     */
+    *iterate(connectionId: string, chatId: string, opts: { since?: number; until?: number; batch?: number } = {}): Generator<Message> {
+      let pos: PagePosition = { timestamp: (opts.since ?? 0) - 1, seq: Number.MAX_SAFE_INTEGER };
+      const until = opts.until ?? Number.MAX_SAFE_INTEGER;
+      const batch = opts.batch ?? 500;
+      for (;;) {
+        const rows = q.range.all(connectionId, chatId, pos.timestamp, pos.seq, until, batch) as RawRow[];
+        if (rows.length === 0) return;
+        yield* withReactions(connectionId, rows);
+        const last = rows[rows.length - 1]!;
+        if (rows.length < batch) return;
+        pos = { timestamp: last.timestamp, seq: last.seq! };
+      }
     },
     /** Raw WebMessageInfo of the newest incoming message of a chat (to send its read receipt). */
     latestIncomingRaw(connectionId: string, chatId: string): Buffer | undefined {

@@ -267,4 +267,22 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (connection_id, poll_id, voter_jid)
   ) WITHOUT ROWID;
   `,
+  /* full-text search over messages (issue #15): the FTS5 index kept by service/db/search.ts, dropped with its
+     connection, and the marker of the background backfill that indexes the messages stored before it existed */ `
+  CREATE VIRTUAL TABLE message_search USING fts5(
+    body,                                     -- searchable text (search.ts SEARCH_SOURCES)
+    tags,                                     -- filter tokens: c<connection> k<chat> s<sender> t<type> f0|f1
+    connection_id UNINDEXED,
+    message_id UNINDEXED,                     -- rowid = timestamp << 32 | seq: chat order
+    tokenize = 'unicode61 remove_diacritics 2'
+  );
+  CREATE TRIGGER message_search_connection_stopped AFTER UPDATE OF status ON connections
+    WHEN new.status = 'stopped' AND old.status <> 'stopped'
+    BEGIN DELETE FROM message_search WHERE connection_id = old.id; END;
+  CREATE TRIGGER message_search_connection_deleted AFTER DELETE ON connections
+    BEGIN DELETE FROM message_search WHERE connection_id = old.id; END;
+  INSERT INTO settings (key, value)
+    SELECT 'search.backfill', json_object('after', -1, 'upTo', MAX(seq), 'done', 0, 'total', COUNT(*))
+    FROM messages HAVING COUNT(*) > 0;
+  `,
 ];

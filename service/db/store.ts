@@ -13,6 +13,7 @@ import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
 import { messagesRepo } from './messages.ts';
+import { searchIndex } from './search.ts';
 import { tokensRepo } from './tokens.ts';
 import { usersRepo } from './users.ts';
 import { webhooksRepo } from './webhooks.ts';
@@ -74,6 +75,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const events = eventsRepo(db);
   const webhooks = webhooksRepo(db);
   const deliveries = deliveriesRepo(db);
+  const search = searchIndex(db);
   const bus = new EventBus();
   const pending: Array<[userId: string, event: LoggedEvent]> = [];
   let storage: StorageState = { state: 'ok' };
@@ -358,7 +360,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     authState: authStateRepo(db),
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
-    messages: messagesRepo(db),
+    messages: messagesRepo(db, search),
+    /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
+    search,
     billing: billingRepo(db),
     events,
     webhooks,

@@ -29,6 +29,7 @@ import { groupRoutes } from './routes/groups.ts';
 import { healthRoutes } from './routes/health.ts';
 import { mediaRoutes } from './routes/media.ts';
 import { messageRoutes } from './routes/messages.ts';
+import { searchRoutes } from './routes/search.ts';
 import { presenceRoutes } from './routes/presence.ts';
 import { sendRoutes } from './routes/send.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -119,7 +120,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, presenceRoutes, mediaRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });

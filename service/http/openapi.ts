@@ -61,6 +61,9 @@ export const ROUTE_SUMMARIES: Record<string, string> = {
   'GET /api/connections/:id/messages/:messageId/media': 'Stream a message’s media',
   'PUT /api/connections/:id/messages/:messageId': 'Edit a sent text message (about 15 minutes)',
   'GET /api/connections/:id/contacts': 'List contacts',
+  'GET /api/connections/:id/search': 'Search a connection’s messages (words, "phrases", prefix*, -exclusion)',
+  'GET /api/search': 'Search the messages of all your connections',
+  'GET /api/connections/:id/chats/:chatId/export': 'Export a chat (JSONL, HTML transcript, or ZIP with media)',
   'POST /api/connections/:id/send': 'Send a text message',
   'POST /api/connections/:id/send-image': 'Send an image',
   'POST /api/connections/:id/send-document': 'Send a document',
@@ -113,6 +116,7 @@ export function tagFor(url: string): string {
   if (sub.startsWith('send') || sub === 'react') return 'messaging';
   if (sub === 'mark-read' || sub === 'typing') return 'presence';
   if (sub === 'groups') return 'groups';
+  if (sub === 'search' || (sub === 'chats' && /\/export$/.test(path))) return 'search';
   return 'connections';
 }
 
@@ -221,6 +225,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
         { name: 'messaging', description: 'Sending messages' },
         { name: 'presence' },
         { name: 'groups', description: 'WhatsApp groups the account is in' },
+        { name: 'search', description: 'Full-text search over stored messages and chat export (docs/api.md "Search and export")' },
         { name: 'webhooks' },
         { name: 'tokens', description: 'API tokens' },
         { name: 'stream', description: 'WebSocket event stream' },

@@ -102,6 +102,9 @@ describe('authorization matrix', () => {
     const list = routes().map((r) => `${r.method} ${r.url}`);
     expect(list).toContain('GET /api/connections');
     expect(list).toContain('DELETE /api/tokens/:id');
+    expect(list).toContain('GET /api/connections/:id/search');
+    expect(list).toContain('GET /api/search');
+    expect(list).toContain('GET /api/connections/:id/chats/:chatId/export');
     expect(list.length).toBeGreaterThan(20);
   });
 

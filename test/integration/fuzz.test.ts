@@ -44,7 +44,7 @@ describe('fuzzing every route', () => {
   );
   const paramValue = () => fc.oneof(fc.constant('OWN'), segment);
   const queryArb = fc.dictionary(
-    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'format', 'unread_only', 'token'), fc.string({ maxLength: 8 })),
+    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'around', 'format', 'unread_only', 'token', 'q', 'order', 'since'), fc.string({ maxLength: 8 })),
     fc.oneof(segment, fc.integer().map(String), fc.constantFrom('true', 'false', '5.5', '-0', '999999999999999999')),
     { maxKeys: 4 },
   );
@@ -106,5 +106,36 @@ describe('fuzzing every route', () => {
     }
     expect(problems.slice(0, 20)).toEqual([]);
     expect((await api.request('GET', '/')).status).toBe(200);
+  });
+
+  it('search: any q gives 200 or a 400 with a message, never a 5xx', async () => {
+    const { incomingText } = await import('../helpers/messages.ts');
+    const searchConnection = api.connection(alice.id, 'connected').id; // the first test may have deleted its own
+    api.store.tx(() => {
+      for (const [i, text] of ['São Paulo invoice', 'NEAR the "quoted" col:umn', '東京タワー', 'a-b c*d ^e'].entries()) {
+        api.store.messages.upsert(searchConnection, incomingText('15550101@s.whatsapp.net', `fz${i}`, 1000 + i, text));
+      }
+    });
+    // Query text built from FTS5's own syntax characters and operators, mixed with words and other scripts.
+    const piece = fc.oneof(
+      fc.constantFrom('"', '-', '*', '(', ')', ':', '^', '+', '{', '}', ' ', 'AND', 'OR', 'NOT', 'NEAR', 'NEAR(', 'col:', '""', '-"', '*"'),
+      fc.constantFrom('sao', 'São', 'invoice', '東京', 'quoted', '\u0000', '😀', '\u0301', 'x'.repeat(600)),
+      fc.string({ maxLength: 6 }),
+    );
+    const problems: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(fc.array(piece, { maxLength: 12 }).map((a) => a.join('')), fc.constantFrom('recent', 'relevance'), async (q, order) => {
+        for (const route of [`/connections/${searchConnection}/search`, '/search']) {
+          const res = await api.request('GET', `${route}?${new URLSearchParams({ q, order })}`, { token: alice.token });
+          const body = res.body as { message?: unknown; results?: unknown };
+          if (res.status === 200 ? !Array.isArray(body.results) : res.status !== 400 || typeof body.message !== 'string') {
+            problems.push(`${route} q=${JSON.stringify(q)} → ${res.status} ${JSON.stringify(res.body)}`);
+          }
+        }
+        return true;
+      }),
+      { numRuns: RUNS_PER_ROUTE * 25, seed: Number(process.env.FUZZ_SEED ?? 20260101) },
+    );
+    expect(problems.slice(0, 20)).toEqual([]);
   });
 });

@@ -18,6 +18,7 @@ import type {
   Message,
   MessagePage,
   Profile,
+  SearchPage,
   SlotChange,
   Webhook,
   WebhookDelivery,
@@ -138,6 +139,29 @@ export class ApiClient {
     const qs = q.toString();
     return this.request<MessagePage>('GET', `/connections/${enc(id)}/chats/${enc(chatId)}/messages${qs ? `?${qs}` : ''}`);
   };
+  /** The page centred on a message (`around`) or the newer messages after a `nextAfter` cursor (`after`). */
+  messagesAt = (id: string, chatId: string, opts: { limit?: number; around?: string; after?: string }) => {
+    const q = new URLSearchParams();
+    if (opts.limit) q.set('limit', String(opts.limit));
+    if (opts.around) q.set('around', opts.around);
+    if (opts.after) q.set('after', opts.after);
+    return this.request<MessagePage>('GET', `/connections/${enc(id)}/chats/${enc(chatId)}/messages?${q}`);
+  };
+  /** Full-text search in one connection, or across all of yours when `connectionId` is null. */
+  search = (q: string, opts: { connectionId?: string | null; limit?: number; before?: string | null } = {}) => {
+    const params = new URLSearchParams({ q });
+    if (opts.limit) params.set('limit', String(opts.limit));
+    if (opts.before) params.set('before', opts.before);
+    return this.request<SearchPage>('GET', `${opts.connectionId ? `/connections/${enc(opts.connectionId)}/search` : '/search'}?${params}`);
+  };
+  /** Downloads a chat export (JSONL, HTML, or a ZIP with media) with the Authorization header: a blob and its file name. */
+  async exportChat(id: string, chatId: string, format: 'jsonl' | 'html', media: boolean): Promise<{ blob: Blob; filename: string }> {
+    const url = `${this.baseUrl}/connections/${enc(id)}/chats/${enc(chatId)}/export?format=${format}&media=${media}`;
+    const res = await this.fetchImpl(url, { headers: { authorization: `Bearer ${this.token}` } });
+    if (!res.ok) throw new ApiError(res.status, `Export failed (${res.status})`);
+    const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `chat.${media ? 'zip' : format}`;
+    return { blob: await res.blob(), filename };
+  }
   message = (id: string, messageId: string, chatId: string) =>
     this.request<Message>('GET', `/connections/${enc(id)}/messages/${enc(messageId)}?chatId=${enc(chatId)}`);
 

@@ -1365,6 +1365,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/chats/{chatId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a chat (JSONL, HTML transcript, or ZIP with media)
+         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    format?: "jsonl" | "html";
+                    /** @description true: a ZIP with the transcript and the media files */
+                    media?: boolean;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path: {
+                    chatId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/chats/{chatId}/messages": {
         parameters: {
             query?: never;
@@ -1376,6 +1487,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description nextAfter of a page: the newer messages that follow it */
+                    after?: string;
+                    /** @description A message id: the page centred on that message */
+                    around?: string;
                     /** @description nextBefore of the previous page */
                     before?: string;
                     limit?: number;
@@ -1457,6 +1572,7 @@ export interface paths {
                                 timestamp: number;
                                 type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
                             }[];
+                            nextAfter?: string | null;
                             nextBefore: string | null;
                         };
                     };
@@ -3819,6 +3935,199 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search a connection’s messages (words, "phrases", prefix*, -exclusion) */
+        get: {
+            parameters: {
+                query: {
+                    /** @description nextBefore of the previous page (same q, filters and order) */
+                    before?: string;
+                    /** @description A JID or a phone number in international format */
+                    chatId?: string;
+                    fromMe?: boolean;
+                    /** @description Message kind, where the store records one */
+                    kind?: string;
+                    limit?: number;
+                    order?: "recent" | "relevance";
+                    /** @description Words, "phrases", prefix*, -exclusion (docs/api.md "Search") */
+                    q: string;
+                    senderJid?: string;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Message type (text, image, document, …) */
+                    type?: string;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nextBefore: string | null;
+                            results: {
+                                chatName: string | null;
+                                message: {
+                                    ack: number | null;
+                                    album: {
+                                        expectedImages: number;
+                                        expectedVideos: number;
+                                    } | null;
+                                    albumId: string | null;
+                                    chatId: string;
+                                    contacts: {
+                                        name: string;
+                                        phoneNumbers: string[];
+                                        vcard: string;
+                                    }[] | null;
+                                    editedAt: number | null;
+                                    fromMe: boolean;
+                                    id: string;
+                                    kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                                    location: {
+                                        address: string | null;
+                                        isLive: boolean;
+                                        latitude: number;
+                                        longitude: number;
+                                        name: string | null;
+                                        url: string | null;
+                                    } | null;
+                                    media: {
+                                        filename: string | null;
+                                        mimetype: string;
+                                        size: number | null;
+                                        url: string;
+                                    } | null;
+                                    /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                                    mentions: string[];
+                                    poll: {
+                                        name: string;
+                                        options: {
+                                            name: string;
+                                            voters: string[];
+                                            votes: number;
+                                        }[];
+                                        selectableCount: number;
+                                    } | null;
+                                    quotedMessageId: string | null;
+                                    rawType: string | null;
+                                    reactions: {
+                                        emoji: string;
+                                        senderJid: string;
+                                        timestamp: number;
+                                    }[];
+                                    selection: {
+                                        id: string;
+                                        title: string;
+                                    } | null;
+                                    senderJid: string;
+                                    senderPushName: string;
+                                    text: string;
+                                    timestamp: number;
+                                    type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                                };
+                                /** @description Matched text with the matches marked «…» and cuts marked … */
+                                snippet: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/send": {
         parameters: {
             query?: never;
@@ -6053,6 +6362,184 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search the messages of all your connections */
+        get: {
+            parameters: {
+                query: {
+                    /** @description nextBefore of the previous page (same q, filters and order) */
+                    before?: string;
+                    /** @description A JID or a phone number in international format */
+                    chatId?: string;
+                    fromMe?: boolean;
+                    /** @description Message kind, where the store records one */
+                    kind?: string;
+                    limit?: number;
+                    order?: "recent" | "relevance";
+                    /** @description Words, "phrases", prefix*, -exclusion (docs/api.md "Search") */
+                    q: string;
+                    senderJid?: string;
+                    /** @description Unix seconds, inclusive */
+                    since?: number;
+                    /** @description Message type (text, image, document, …) */
+                    type?: string;
+                    /** @description Unix seconds, inclusive */
+                    until?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nextBefore: string | null;
+                            results: {
+                                chatName: string | null;
+                                connectionId: string;
+                                message: {
+                                    ack: number | null;
+                                    album: {
+                                        expectedImages: number;
+                                        expectedVideos: number;
+                                    } | null;
+                                    albumId: string | null;
+                                    chatId: string;
+                                    contacts: {
+                                        name: string;
+                                        phoneNumbers: string[];
+                                        vcard: string;
+                                    }[] | null;
+                                    editedAt: number | null;
+                                    fromMe: boolean;
+                                    id: string;
+                                    kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                                    location: {
+                                        address: string | null;
+                                        isLive: boolean;
+                                        latitude: number;
+                                        longitude: number;
+                                        name: string | null;
+                                        url: string | null;
+                                    } | null;
+                                    media: {
+                                        filename: string | null;
+                                        mimetype: string;
+                                        size: number | null;
+                                        url: string;
+                                    } | null;
+                                    /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                                    mentions: string[];
+                                    poll: {
+                                        name: string;
+                                        options: {
+                                            name: string;
+                                            voters: string[];
+                                            votes: number;
+                                        }[];
+                                        selectableCount: number;
+                                    } | null;
+                                    quotedMessageId: string | null;
+                                    rawType: string | null;
+                                    reactions: {
+                                        emoji: string;
+                                        senderJid: string;
+                                        timestamp: number;
+                                    }[];
+                                    selection: {
+                                        id: string;
+                                        title: string;
+                                    } | null;
+                                    senderJid: string;
+                                    senderPushName: string;
+                                    text: string;
+                                    timestamp: number;
+                                    type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                                };
+                                /** @description Matched text with the matches marked «…» and cuts marked … */
+                                snippet: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
                     headers: {

@@ -29,6 +29,9 @@ export type MessagePage = ResponseOf<'/api/connections/{id}/chats/{chatId}/messa
 type StoredMessage = MessagePage['messages'][number];
 export type MediaInfo = NonNullable<StoredMessage['media']>;
 export type MessageType = StoredMessage['type'];
+/** A search answer across connections (`GET /search`); one connection's answer lacks `connectionId`. */
+export type SearchPage = ResponseOf<'/api/search', 'get'>;
+export type SearchResult = SearchPage['results'][number];
 export type Message = StoredMessage & {
   /** Edited while this console watched (before a reload shows editedAt). */
   edited?: boolean;

@@ -24,6 +24,7 @@ import { useClient, useSession } from '../stores/session.ts';
 import { ConnectionPicker } from './ConnectionPicker.tsx';
 import { SandboxBadge } from './SandboxBadge.tsx';
 import { Loading } from './StateViews.tsx';
+import { SearchBox } from './SearchBox.tsx';
 
 const NAV: Array<{ view: View; label: string; icon: ReactNode }> = [
   { view: 'connections', label: 'Connections', icon: <IconPlugConnected size={18} /> },
@@ -190,6 +191,7 @@ export function Shell() {
             <SandboxBadge />
           </Group>
           <Group gap="sm" wrap="nowrap">
+            <SearchBox />
             <ConnectionPicker />
             <LiveIndicator />
             <ThemeToggle />

@@ -5,7 +5,7 @@
 import { create } from 'zustand';
 import type { ApiClient } from '../api/client.ts';
 import { errorMessage } from '../api/client.ts';
-import type { Message } from '../api/types.ts';
+import type { Message, MessagePage } from '../api/types.ts';
 
 export const PAGE_SIZE = 30;
 
@@ -20,6 +20,15 @@ interface ThreadState {
   loading: boolean;
   loadingOlder: boolean;
   error: string | null;
+  /** Cursor of newer messages when the thread was opened at a message (`around`); null at the newest. */
+  nextAfter: string | null;
+  loadingNewer: boolean;
+  /** The message a search result opened the thread at: scrolled to and highlighted. */
+  highlightId: string | null;
+  /** Set before the thread opens: openChat of that chat loads the page around this message (until cleared). */
+  jump: { connectionId: string; chatId: string; messageId: string } | null;
+  jumpTo(connectionId: string, chatId: string, messageId: string): void;
+  loadNewer(client: ApiClient): Promise<void>;
   replyTo: Message | null;
   editing: Message | null;
   typing: boolean;
@@ -56,9 +65,39 @@ export const useThread = create<ThreadState>((set, get) => ({
   replyTo: null,
   editing: null,
   typing: false,
+  nextAfter: null,
+  loadingNewer: false,
+  highlightId: null,
+  jump: null,
+
+  jumpTo(connectionId, chatId, messageId) {
+    set({ jump: { connectionId, chatId, messageId } });
+  },
+
+  async loadNewer(client) {
+    const { connectionId, chatId, nextAfter, loadingNewer } = get();
+    if (!connectionId || !chatId || !nextAfter || loadingNewer) return;
+    set({ loadingNewer: true });
+    try {
+      const page = (await client.messagesAt(connectionId, chatId, { limit: PAGE_SIZE, after: nextAfter })) as MessagePage & { nextAfter?: string | null };
+      if (get().chatId !== chatId) return;
+      const ids = new Set(get().messages.map((m) => m.id));
+      const newer = [...page.messages].reverse().filter((m) => !ids.has(m.id));
+      set((s) => ({ messages: sortAsc([...s.messages, ...newer]), nextAfter: page.nextAfter ?? null, loadingNewer: false }));
+    } catch (err) {
+      set({ loadingNewer: false, error: errorMessage(err) });
+    }
+  },
 
   async openChat(client, connectionId, chatId) {
+    const jump = get().jump;
+    const around = jump && jump.connectionId === connectionId && jump.chatId === chatId ? jump.messageId : null;
+    // The jump stays set while its chat is reopened (a remount of the thread); opening another chat ends it.
     set({
+      ...(jump && !around && { jump: null }),
+      highlightId: around,
+      nextAfter: null,
+      loadingNewer: false,
       connectionId,
       chatId,
       messages: [],
@@ -72,8 +111,11 @@ export const useThread = create<ThreadState>((set, get) => ({
       typing: false,
     });
     try {
-      const page = await client.messages(connectionId, chatId, { limit: PAGE_SIZE });
+      const page: MessagePage & { nextAfter?: string | null } = around
+        ? await client.messagesAt(connectionId, chatId, { limit: PAGE_SIZE, around })
+        : await client.messages(connectionId, chatId, { limit: PAGE_SIZE });
       if (get().chatId !== chatId || get().connectionId !== connectionId) return;
+      set({ nextAfter: page.nextAfter ?? null });
       const known = new Map(get().messages.map((m) => [m.id, m])); // live messages that arrived meanwhile
       for (const m of [...page.messages].reverse()) known.set(m.id, m);
       set({
@@ -89,7 +131,7 @@ export const useThread = create<ThreadState>((set, get) => ({
   },
 
   close() {
-    set({ connectionId: null, chatId: null, messages: [], nextBefore: null, historyStartsAt: null, reachedStart: false, replyTo: null, editing: null });
+    set({ connectionId: null, chatId: null, messages: [], nextBefore: null, nextAfter: null, highlightId: null, historyStartsAt: null, reachedStart: false, replyTo: null, editing: null });
   },
 
   async loadOlder(client) {

@@ -8,6 +8,7 @@ import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
 import { useClient } from '../stores/session.ts';
 import { NewChat } from './NewChat.tsx';
+import { useThread } from '../stores/thread.ts';
 import { Thread } from './Thread.tsx';
 
 /** Below this width the console shows one pane at a time. */
@@ -93,7 +94,10 @@ export function ChatsView() {
                   data-active={c.id === openChatId}
                   data-testid="chat-item"
                   data-chat-id={c.id}
-                  onClick={() => open(c.id)}
+                  onClick={() => {
+                    useThread.setState({ jump: null }); // a chat picked from the list opens at its newest messages
+                    open(c.id);
+                  }}
                   w="100%"
                   px="sm"
                   py={8}

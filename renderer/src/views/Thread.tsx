@@ -2,9 +2,10 @@
  * One chat: messages oldest → newest, older pages loaded when scrolled to the top (scroll position kept), a
  * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
-import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Stack, Text } from '@mantine/core';
-import { IconArrowLeft, IconUsers } from '@tabler/icons-react';
+import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Menu, Stack, Text } from '@mantine/core';
+import { IconArrowLeft, IconDotsVertical, IconDownload, IconUsers } from '@tabler/icons-react';
 import { Fragment, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { errorMessage } from '../api/client.ts';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
 import { useAsync } from '../hooks.ts';
 import type { GroupInfo, GroupParticipant } from '../api/types.ts';
@@ -53,7 +54,9 @@ export function DateSeparator({ ts }: { ts: number }) {
 
 export function MessageList({ connectionId }: { connectionId: string }) {
   const client = useClient();
-  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder } = useThread();
+  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder, nextAfter, loadingNewer, loadNewer, highlightId } =
+    useThread();
+  const scrolledTo = useRef<string | null>(null);
   const scroller = useRef<HTMLDivElement>(null);
   const anchor = useRef<{ height: number; top: number; firstId: string | undefined } | null>(null);
   const lastId = useRef<string | undefined>(undefined);
@@ -85,10 +88,15 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     const el = scroller.current;
     if (!el) return;
     const a = anchor.current;
-    if (a && messages[0]?.id !== a.firstId) {
+    const target = highlightId ? el.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(highlightId)}"]`) : null;
+    if (target && scrolledTo.current !== highlightId) {
+      // Opened from a search result: centre the message once; later pages load around it without moving it.
+      scrolledTo.current = highlightId;
+      target.scrollIntoView({ block: 'center' });
+    } else if (a && messages[0]?.id !== a.firstId) {
       el.scrollTop = el.scrollHeight - a.height + a.top;
       anchor.current = null;
-    } else if (messages.at(-1)?.id !== lastId.current) {
+    } else if (!highlightId && messages.at(-1)?.id !== lastId.current) {
       const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 200;
       if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) {
         el.scrollTop = el.scrollHeight;
@@ -115,6 +123,7 @@ export function MessageList({ connectionId }: { connectionId: string }) {
         const el = e.currentTarget;
         atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+        if (nextAfter && !loadingNewer && el.scrollHeight - el.scrollTop - el.clientHeight < LOAD_OLDER_THRESHOLD) void loadNewer(client);
       }}
       role="log"
       aria-live="polite"
@@ -138,11 +147,69 @@ export function MessageList({ connectionId }: { connectionId: string }) {
         {messages.map((m, i) => (
           <Fragment key={m.id}>
             {(i === 0 ? reachedStart : dayKey(messages[i - 1]!.timestamp) !== dayKey(m.timestamp)) && <DateSeparator ts={m.timestamp} />}
-            <MessageBubble message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+            <div data-message-id={m.id} className={m.id === highlightId ? 'search-hit' : undefined} data-testid={m.id === highlightId ? 'search-hit' : undefined}>
+              <MessageBubble message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
+            </div>
           </Fragment>
         ))}
       </Stack>
+      {nextAfter && (
+        <Center py="xs">
+          {loadingNewer ? (
+            <Loader size="xs" aria-label="Loading newer messages" />
+          ) : (
+            <Button size="compact-xs" variant="subtle" onClick={() => void loadNewer(client)} data-testid="load-newer">
+              Load newer messages
+            </Button>
+          )}
+        </Center>
+      )}
     </div>
+  );
+}
+
+/** The thread menu's "Export chat": downloads the transcript (JSONL or HTML) or a ZIP with the media. */
+function ExportMenu({ connectionId, chatId }: { connectionId: string; chatId: string }) {
+  const client = useClient();
+  const [busy, setBusy] = useState(false);
+  const [failed, setFailed] = useState<string | null>(null);
+  const download = async (format: 'jsonl' | 'html', media: boolean) => {
+    setBusy(true);
+    setFailed(null);
+    try {
+      const { blob, filename } = await client.exportChat(connectionId, chatId, format, media);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = filename;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      setFailed(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Menu position="bottom-end" withinPortal>
+      <Menu.Target>
+        <ActionIcon variant="subtle" aria-label="Thread menu" data-testid="thread-menu" loading={busy} color={failed ? 'red' : undefined} title={failed ?? undefined}>
+          <IconDotsVertical size={18} />
+        </ActionIcon>
+      </Menu.Target>
+      <Menu.Dropdown>
+        <Menu.Label>Export chat</Menu.Label>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('html', false)} data-testid="export-html">
+          Readable transcript (HTML)
+        </Menu.Item>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('jsonl', false)} data-testid="export-jsonl">
+          Messages as JSONL
+        </Menu.Item>
+        <Menu.Item leftSection={<IconDownload size={14} />} onClick={() => void download('html', true)} data-testid="export-zip">
+          Transcript with media (ZIP)
+        </Menu.Item>
+      </Menu.Dropdown>
+    </Menu>
   );
 }
 
@@ -192,6 +259,7 @@ export function Thread({
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
         {isGroup && <GroupHeader key={chatId} connectionId={connectionId} chatId={chatId} online={online} onParticipants={setParticipants} />}
+        <ExportMenu connectionId={connectionId} chatId={chatId} />
         {!online && (
           <Badge color="orange" variant="light">
             Offline: read only

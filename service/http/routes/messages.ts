@@ -1,6 +1,8 @@
 /**
  * Reading messages (interface-spec §4.2): a chat's history newest first with keyset paging (`before` is the
- * opaque `nextBefore` of the previous page), and one message by id.
+ * opaque `nextBefore` of the previous page), and one message by id. `around=<messageId>` returns the page centred
+ * on a message and `after=<nextAfter>` the newer messages that follow a page, both with `nextBefore` and
+ * `nextAfter` (issue 15: jumping from a search hit into the thread).
  */
 import { Type } from '@sinclair/typebox';
 import { decodeCursor } from '../../db/messages.ts';
@@ -18,12 +20,17 @@ const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() 
 const PageQuery = Type.Object({
   limit: Limit,
   before: Type.Optional(Type.String({ description: 'nextBefore of the previous page' })),
+  after: Type.Optional(Type.String({ description: 'nextAfter of a page: the newer messages that follow it' })),
+  around: Type.Optional(Type.String({ description: 'A message id: the page centred on that message' })),
 });
 
 const PageSchema = Type.Object({
   messages: Type.Array(MessageSchema),
   nextBefore: Nullable(Type.String()),
   historyStartsAt: Nullable(Type.Integer()),
+  nextAfter: Type.Optional(
+    Nullable(Type.String({ description: 'With `around`/`after` only: cursor of the newer messages, null at the newest' })),
+  ),
 });
 
 export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
@@ -32,7 +39,20 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     { schema: { params: ChatParams, querystring: PageQuery, response: { 200: PageSchema } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const { limit, before } = request.query;
+      const { limit, before, after, around } = request.query;
+      if ([before, after, around].filter((v) => v !== undefined).length > 1) {
+        throw badRequest('querystring must have at most one of before, after and around');
+      }
+      if (around !== undefined) {
+        const at = store.messages.positionOf(c.id, request.params.chatId, around);
+        if (!at) throw notFound('Message not found');
+        return store.messages.pageAround(c.id, request.params.chatId, limit, at);
+      }
+      if (after !== undefined) {
+        const from = decodeCursor(after);
+        if (!from) throw badRequest('querystring/after is not a valid cursor');
+        return store.messages.pageAfter(c.id, request.params.chatId, limit, from);
+      }
       const cursor = before === undefined ? undefined : decodeCursor(before);
       if (before !== undefined && !cursor) throw badRequest('querystring/before is not a valid cursor');
       return store.messages.page(c.id, canonicalChatId(store, c.id, request.params.chatId), limit, cursor);

@@ -1,0 +1,62 @@
+/**
+ * The background build of the full-text index for messages stored before it existed (migration 6 leaves a
+ * `search.backfill` marker when there were any). Batches of BATCH messages by `seq`, each in its own transaction
+ * with the marker's progress, so an interrupted build (stop, crash, kill) resumes where it left off at the next
+ * start. Progress goes to the log. New messages are indexed as they are written, independently of this.
+ */
+import type { Store } from './store.ts';
+
+const BATCH = 2000;
+const LOG_EVERY_MS = 5000;
+
+/** The two log levels the backfill writes (a pino logger fits). */
+export interface BackfillLogger {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Starts the backfill if the marker is there; `stop()` ends it after the batch in progress (resumed next start). */
+export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger; batch?: number }): { stop(): void; done: Promise<void> } {
+  const { store, logger } = deps;
+  const batch = deps.batch ?? BATCH;
+  let stopped = false;
+  let timer: NodeJS.Immediate | undefined;
+  let lastLog = 0;
+  let started = false;
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const step = () => {
+    if (stopped) return resolveDone();
+    let progress;
+    try {
+      progress = store.tx(() => store.search.backfillStep(batch));
+    } catch (err) {
+      logger.error({ err }, 'search index: building the index of stored messages failed; it resumes at the next start');
+      return resolveDone();
+    }
+    if (!progress) return resolveDone();
+    if (!started) {
+      started = true;
+      logger.info({ total: progress.total }, 'search index: indexing stored messages in the background');
+    }
+    const now = Date.now();
+    if (progress.finished || now - lastLog >= LOG_EVERY_MS) {
+      lastLog = now;
+      logger.info(
+        { done: progress.done, total: progress.total, finished: progress.finished },
+        progress.finished ? 'search index: all stored messages indexed' : 'search index: indexing stored messages',
+      );
+    }
+    if (progress.finished) return resolveDone();
+    timer = setImmediate(step); // between batches the event loop serves requests
+  };
+  timer = setImmediate(step);
+  return {
+    stop() {
+      stopped = true;
+      if (timer) clearImmediate(timer);
+      resolveDone();
+    },
+    done,
+  };
+}
