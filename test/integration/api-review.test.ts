@@ -115,7 +115,7 @@ describe('issue 17: chat ids, empty bodies, chats and messages', () => {
     expect((await get<{ reactions: unknown[] }>(`/messages/${encodeURIComponent(id)}?chatId=${ALICE}`)).body.reactions).toHaveLength(2);
     store.tx(() => store.messages.revoke(connectionId, id));
     const read = await get<{ type: string; reactions: unknown[] }>(`/messages/${encodeURIComponent(id)}?chatId=${ALICE}`);
-    expect(read.body).toMatchObject({ type: 'revoked', reactions: [] });
+    expect(read.body).toMatchObject({ kind: 'revoked', reactions: [] });
     const row = store.db.prepare('SELECT count(*) AS n FROM message_reactions WHERE connection_id = ? AND message_id = ?').get(connectionId, id) as { n: number };
     expect(row.n).toBe(0);
   });

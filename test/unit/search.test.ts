@@ -192,7 +192,7 @@ describe('migration of a database from before the index', () => {
     for (let v = 0; v < before; v++) old.exec(migrations[v]!);
     old.pragma(`user_version = ${before}`);
     old.pragma(`application_id = ${0x53574244}`);
-    old.exec(`INSERT INTO users (id, name, created_at) VALUES ('u1', 'old', '2026-01-01')`);
+    old.exec(`INSERT INTO users (id, kind, name, created_at) VALUES ('u1', 'local', 'old', '2026-01-01')`);
     old.exec(`INSERT INTO connections (id, user_id, worker_id, session_name, status, created_at, updated_at)
               VALUES ('c1', 'u1', 'local', 's1', 'connected', '2026-01-01', '2026-01-01')`);
     const ins = old.prepare(`INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, type, text, seq)
