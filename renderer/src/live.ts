@@ -28,6 +28,7 @@ export function messageFromPayload(p: Record<string, unknown>): Message | undefi
     text: str(p.body) ?? str(p.text) ?? '',
     quotedMessageId: str(p.quotedMessageId) ?? null,
     media: (p.media as MediaInfo | undefined) ?? null,
+    isForwarded: p.isForwarded === true,
     ack: typeof p.ack === 'number' ? p.ack : null,
     editedAt: typeof p.editedAt === 'number' ? p.editedAt : null,
     reactions: Array.isArray(p.reactions) ? (p.reactions as Message['reactions']) : [],

@@ -45,6 +45,8 @@ export interface MessageCore {
  * 3 delivered, 4 read, 5 played), `editedAt` (unix seconds of the latest edit, or null) and `reactions`.
  */
 export interface Message extends MessageCore {
+  /** Whether the message was forwarded (WhatsApp's contextInfo.isForwarded), sent or received. */
+  isForwarded: boolean;
   editedAt: number | null;
   reactions: Reaction[];
 }
@@ -52,6 +54,8 @@ export interface Message extends MessageCore {
 /** A message as the engine stores it: the record plus its key id and the raw WebMessageInfo bytes. */
 export interface StoredMessage extends MessageCore {
   keyId: string;
+  /** contextInfo.isForwarded of the content (false when absent). */
+  isForwarded?: boolean;
   raw: Uint8Array | null;
 }
 
@@ -75,11 +79,12 @@ interface RawRow {
   media: string | null;
   ack: number | null;
   edited_at: number | null;
+  is_forwarded: number;
   raw?: Buffer | null;
   seq?: number;
 }
 
-const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at`;
+const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, is_forwarded`;
 
 function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
   return {
@@ -94,13 +99,14 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
     quotedMessageId: r.quoted_id,
     media: r.media ? (JSON.parse(r.media) as MessageMedia) : null,
     ack: r.ack,
+    isForwarded: r.is_forwarded === 1,
     editedAt: r.edited_at,
     reactions,
   };
 }
 
 /** The record of a message just inserted: no edits, no reactions yet (saves reading it back). */
-export function newMessageRecord(m: MessageCore): Message {
+export function newMessageRecord(m: MessageCore & { isForwarded?: boolean }): Message {
   return {
     id: m.id,
     chatId: m.chatId,
@@ -113,6 +119,7 @@ export function newMessageRecord(m: MessageCore): Message {
     quotedMessageId: m.quotedMessageId,
     media: m.media,
     ack: m.ack,
+    isForwarded: !!m.isForwarded,
     editedAt: null,
     reactions: [],
   };
@@ -160,14 +167,14 @@ export function messagesRepo(db: Db) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
-         type, text, quoted_id, media, ack, raw, seq)
+         type, text, quoted_id, media, ack, raw, seq, is_forwarded)
        VALUES (@connectionId, @id, @chatId, @keyId, @fromMe, @timestamp, @senderJid, @senderPushName,
-         @type, @text, @quotedMessageId, @media, @ack, @raw, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages))
+         @type, @text, @quotedMessageId, @media, @ack, @raw, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), @isForwarded)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          sender_push_name = CASE WHEN excluded.sender_push_name <> '' THEN excluded.sender_push_name ELSE sender_push_name END,
          type = excluded.type, text = excluded.text, quoted_id = excluded.quoted_id,
          media = COALESCE(excluded.media, media), ack = MAX(COALESCE(ack, 0), COALESCE(excluded.ack, 0)),
-         raw = COALESCE(excluded.raw, raw)`,
+         raw = COALESCE(excluded.raw, raw), is_forwarded = MAX(is_forwarded, excluded.is_forwarded)`,
     ),
     exists: db.prepare(`SELECT 1 FROM messages WHERE connection_id = ? AND id = ?`),
     ackOf: db.prepare(`SELECT ack FROM messages WHERE connection_id = ? AND id = ?`),
@@ -270,6 +277,7 @@ export function messagesRepo(db: Db) {
         media: m.media ? JSON.stringify(m.media) : null,
         ack: m.ack,
         raw: m.raw ? Buffer.from(m.raw) : null,
+        isForwarded: m.isForwarded ? 1 : 0,
       });
       return !existed;
     },

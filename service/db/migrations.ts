@@ -200,4 +200,7 @@ export const migrations: readonly string[] = [
   CREATE INDEX messages_page ON messages(connection_id, chat_id, timestamp DESC, seq DESC);
   CREATE INDEX messages_seq ON messages(seq);
   `,
+  /* messages.is_forwarded: contextInfo.isForwarded of sent and received messages (issue 14 item 6) */ `
+  ALTER TABLE messages ADD COLUMN is_forwarded INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -1,7 +1,8 @@
 /**
  * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
- * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName` and `quotedMessageId`.
+ * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `pushName` and `quotedMessageId`, and
+ * `isForwarded: true` on forwarded messages.
  */
 import type { MessageCore } from '../db/messages.ts';
 
@@ -22,9 +23,11 @@ export interface MessageEventPayload {
   quotedMessageId: string | null;
   hasMedia: boolean;
   media?: { url: string; mimetype: string; filename: string | null; size: number | null };
+  /** Present (true) only on forwarded messages. */
+  isForwarded?: true;
 }
 
-export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageEventPayload {
+export function eventPayloadOf(m: MessageCore & { isForwarded?: boolean }, ownJid?: string | null): MessageEventPayload {
   const payload: MessageEventPayload = {
     id: m.id,
     chatId: m.chatId,
@@ -39,5 +42,6 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
     hasMedia: m.media !== null,
   };
   if (m.media) payload.media = { ...m.media };
+  if (m.isForwarded) payload.isForwarded = true;
   return payload;
 }

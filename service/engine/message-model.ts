@@ -223,6 +223,7 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     quotedMessageId,
     media: mediaOf(content, keyId, ctx),
     ack: fromMe ? (msg.status ?? null) : null,
+    isForwarded: !!ci?.isForwarded,
     raw: proto.WebMessageInfo.encode(msg as proto.IWebMessageInfo).finish(),
   };
 }

@@ -686,7 +686,7 @@ export class Session {
             break;
           }
           case 'revoke':
-            this.#applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
+            this.applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
             break;
           default:
             this.#log.debug({ kind: kind.kind, type }, 'non-content message');
@@ -759,14 +759,23 @@ export class Session {
     });
   }
 
-  #applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): void {
+  /**
+   * Marks the message `keyId` of `chatId` deleted for everyone, once (a `message.revoked` event, its media file
+   * removed). In a 1:1 chat only its sender can revoke it; in a group also an admin (the server checks the rights).
+   * Returns the revoked Message, or undefined when there is no such message or the revoke is not allowed.
+   */
+  applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): Message | undefined {
     const { store } = this.deps;
     const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    if (!target || target.type === 'revoked' || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) return;
+    if (!target) return undefined;
+    if (target.type === 'revoked') return target;
+    const bySender = target.fromMe === by.fromMe && (by.fromMe || target.senderJid === by.senderJid);
+    if (!bySender && !chatId.endsWith('@g.us')) return undefined;
     store.messages.revoke(this.connectionId, target.id);
     store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
     const filename = target.media && mediaFileNameOf(target.media);
     if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
+    return store.messages.get(this.connectionId, target.id);
   }
 
   #onPresence(p: BaileysEventMap['presence.update']): void {

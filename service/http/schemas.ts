@@ -32,6 +32,7 @@ export const MessageSchema = Type.Object({
     }),
   ),
   ack: Nullable(Type.Integer()),
+  isForwarded: Type.Boolean({ description: 'The message was forwarded (by this account or by its sender)' }),
   /** Unix seconds of the latest edit, null when never edited. */
   editedAt: Nullable(Type.Integer()),
   /** Current reactions, one per sender. */

@@ -15,12 +15,13 @@
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
- *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact }
+ *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
+ *        document | sticker | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
  *        name?, address? }; contact = { name, phoneNumber } (a vCard is built); replyTo = id of an earlier
  *        message in that conversation (either direction)
  *   GET  /accounts/:phoneNumber/messages  → 200 [{ id, from, to, text, timestamp, type, replyTo, media?, location?,
- *        contact?, reaction?, edit?, revoke?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
+ *        contact?, reaction?, edit?, revoke?, forwarded?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
  *        readBy: [phone], groupId?, mentions?: [phone] }] received by that phone, oldest first (media.base64 =
  *        decrypted bytes, or null if the phone could not download/verify it)
  *   POST /accounts/:phoneNumber/messages/:id/expire-media → 204 | 404 — delete the hosted blob of that
@@ -433,6 +434,10 @@ export function createAdminHandler(
       const quoted = store.findMessageInChat(account.pn, recipient.pn, body.replyTo);
       if (!quoted) throw new HttpError(400, 'replyTo is not a message in this conversation');
       contextInfo = quoteOf(quoted, pnJid(quoted.fromPn));
+    }
+    if (body.forwarded !== undefined) {
+      if (typeof body.forwarded !== 'boolean') throw new HttpError(400, 'forwarded must be a boolean');
+      if (body.forwarded) contextInfo = { ...contextInfo, isForwarded: true, forwardingScore: 1 };
     }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
     const { id } = await ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext });

@@ -41,6 +41,7 @@ const msg = (n: number, over: Partial<Message> = {}): Message => ({
   quotedMessageId: null,
   media: null,
   ack: null,
+  isForwarded: false,
   editedAt: null,
   reactions: [],
   ...over,

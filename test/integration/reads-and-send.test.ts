@@ -140,6 +140,7 @@ describe('reading and sending', () => {
         quotedMessageId: null,
         media: null,
         ack: null,
+        isForwarded: false,
         editedAt: null,
         reactions: [],
       });

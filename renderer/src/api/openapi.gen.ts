@@ -1400,6 +1400,8 @@ export interface paths {
                                 editedAt: number | null;
                                 fromMe: boolean;
                                 id: string;
+                                /** @description The message was forwarded (by this account or by its sender) */
+                                isForwarded: boolean;
                                 media: {
                                     filename: string | null;
                                     mimetype: string;
@@ -1663,6 +1665,153 @@ export interface paths {
                             /** @description The number in international format, e.g. +15550101 */
                             phoneNumber: string;
                         }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/forward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/forward
+         * @description Forwards a stored message to a chat; the new Message has `isForwarded: true`. Media is forwarded by reference (no download or upload) and the local copy, when on disk, is kept for the new message too.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description The chat the message is in */
+                        fromChatId: string;
+                        /** @description Id of the stored message to forward */
+                        messageId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            chatId: string;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            quotedMessageId: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: string;
+                        };
                     };
                 };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
@@ -2106,6 +2255,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -2230,6 +2381,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -2323,7 +2476,131 @@ export interface paths {
             };
         };
         post?: never;
-        delete?: never;
+        /**
+         * DELETE /connections/:id/messages/:messageId
+         * @description Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. Answers the Message with type `revoked` (no text, no media) once the server has the revoke; a `message.revoked` event follows. 403 for someone else’s message in a 1:1 chat; deleting an already deleted message answers it unchanged.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /** @description A JID or a phone number in international format */
+                    chatId: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    messageId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            chatId: string;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            quotedMessageId: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -2590,6 +2867,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -2857,6 +3136,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3012,6 +3293,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3160,6 +3443,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3313,6 +3598,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3466,6 +3753,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3615,6 +3904,159 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            quotedMessageId: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/send-sticker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/send-sticker
+         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends (201, the stored Message of type `sticker`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The image, base64 (a data: URL works too) */
+                        base64?: string;
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description Id of the message to quote */
+                        replyTo?: string;
+                        /** @description true: no read receipt, typing indicator or delay */
+                        skipPresence?: boolean;
+                        /** @description https:// URL the service downloads the image from */
+                        url?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            chatId: string;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;
@@ -3768,6 +4210,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             media: {
                                 filename: string | null;
                                 mimetype: string;

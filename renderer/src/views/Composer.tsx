@@ -33,6 +33,7 @@ function optimistic(id: string, chatId: string, text: string, quotedMessageId: s
     senderJid: '',
     senderPushName: '',
     type: 'text',
+    isForwarded: false,
     text,
     quotedMessageId,
     media: null,
