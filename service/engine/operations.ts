@@ -1,5 +1,6 @@
 /**
- * Everyday operations beyond plain sends (issue 14): delete for everyone (revoke), forward and stickers.
+ * Everyday operations beyond plain sends (issue 14): delete for everyone (revoke), forward, stickers and the
+ * block list (Baileys `updateBlockStatus` / `fetchBlocklist`, `xmlns="blocklist"` IQs).
  * Built on the engine's own pieces (online session, chat resolution, the relay that waits for the server's ack,
  * the send pipeline), which the engine hands over in `OperationsDeps`.
  *
@@ -73,6 +74,10 @@ export interface Operations {
   revokeMessage(connectionId: string, messageId: string, chatId: string): Promise<Message>;
   forward(connectionId: string, input: ForwardInput): Promise<Message>;
   sendSticker(connectionId: string, input: StickerInput): Promise<Message>;
+  /** Blocks or unblocks a user (a JID or an international number); answers its PN JID and the new state. */
+  setBlocked(connectionId: string, jid: string, blocked: boolean): Promise<{ jid: string; blocked: boolean }>;
+  /** The account's block list as PN JIDs (LIDs the connection cannot map stay LIDs). */
+  blocklist(connectionId: string): Promise<string[]>;
 }
 
 /** The stored chat ids a caller's chatId may name (JID as given, a number's JID, `@c.us` spelled as WhatsApp does). */
@@ -155,6 +160,30 @@ export function createOperations(d: OperationsDeps): Operations {
           .catch((err: unknown) => logger.warn({ err, connectionId, to }, 'could not copy forwarded media'));
       }
       return serverAcked ? (store.messages.get(connectionId, recorded.id) ?? recorded) : recorded;
+    },
+
+    async setBlocked(connectionId, jidInput, blocked) {
+      const session = d.onlineSession(connectionId);
+      const { jid, chatId } = await d.resolveChat(session, jidInput);
+      if (isJidGroup(jid)) throw badRequest('A group cannot be blocked (leave it instead)');
+      try {
+        await session.socket!.updateBlockStatus(jid, blocked ? 'block' : 'unblock');
+      } catch (err) {
+        throw new ServiceError(502, `The block list could not be updated: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      return { jid: chatId, blocked };
+    },
+
+    async blocklist(connectionId) {
+      const session = d.onlineSession(connectionId);
+      let jids: Array<string | undefined>;
+      try {
+        jids = await session.socket!.fetchBlocklist();
+      } catch (err) {
+        throw new ServiceError(502, `The block list could not be read: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      const ctx = session.modelContext();
+      return jids.filter((j): j is string => !!j).map((j) => (j.endsWith('@lid') ? (ctx.pnForLid(j) ?? j) : j));
     },
 
     async sendSticker(connectionId, input) {

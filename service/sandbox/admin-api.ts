@@ -14,7 +14,9 @@
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
- *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
+ *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
+ *        the recipient` (the `to` account blocked this phone)
+ *   GET  /accounts/:phoneNumber/blocklist → 200 [phone] the accounts that phone blocked (blocklist IQs of its companions)
  *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
  *        document | sticker | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
@@ -424,10 +426,16 @@ export function createAdminHandler(
     send(res, 200, receivedMessagesView(store, accountOf(p.phoneNumber).pn)),
   );
 
+  on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
+  });
+
   on('POST', '/accounts/:phoneNumber/messages', async (req, res, p) => {
     const account = accountOf(p.phoneNumber);
     const body = await readJson(req, MAX_MEDIA_BODY);
     const recipient = recipientOf(body, account);
+    if (ctx.blocklist.blocks(recipient.pn, account.pn)) throw new HttpError(403, 'Blocked by the recipient');
     let contextInfo: proto.IContextInfo | undefined;
     if (body.replyTo !== undefined) {
       if (typeof body.replyTo !== 'string' || !body.replyTo) throw new HttpError(400, 'replyTo must be a message id');

@@ -23,6 +23,7 @@ import { createAdminHandler, hostAllowed } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
+import { Blocklist } from './blocklist.ts';
 import { Groups } from './groups.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
@@ -118,6 +119,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.pairing = new Pairing(ctx);
   ctx.messaging = new Messaging(ctx);
   ctx.groups = new Groups(ctx);
+  ctx.blocklist = new Blocklist(store.db);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));

@@ -1,8 +1,9 @@
 /**
- * Everyday operations (issue 14 items 2, 6, 7) through real Baileys and the sandbox: delete for everyone (own
+ * Everyday operations (issue 14 items 2, 5, 6, 7) through real Baileys and the sandbox: delete for everyone (own
  * message revoked at the contact's phone, someone else's refused in a 1:1 chat, another member's as group admin),
  * forward of a text and of an image (the contact decrypts identical bytes, both marked forwarded, incoming forwarded
- * messages marked too), and stickers (a PNG arrives as a 512×512 WebP, a WebP as is).
+ * messages marked too), stickers (a PNG arrives as a 512×512 WebP, a WebP as is) and the block list (kept by the
+ * sandbox server, which refuses a blocked contact's messages).
  */
 import sharp from 'sharp';
 import { PNG } from 'pngjs';
@@ -164,6 +165,30 @@ describe('operations', { timeout: 90_000 }, () => {
       const res = await s.api('POST', `/connections/${id}/send-sticker`, { ...body, skipPresence: true });
       expect(res.status).toBe(400);
       expect(res.body.message).toBe(message);
+    });
+  });
+
+  describe('block list', () => {
+    it("blocks a contact on the server: its messages are refused, the list shows it; unblocking lets them through", async () => {
+      const blocked = await s.api('POST', `/connections/${id}/contacts/${encodeURIComponent(BOB)}/block`);
+      expect(blocked.status).toBe(200);
+      expect(blocked.body).toEqual({ jid: BOB_JID, blocked: true });
+      expect((await s.api('GET', `/connections/${id}/blocklist`)).body).toEqual([BOB_JID]);
+      expect((await s.sandbox('GET', `/accounts/${enc(PHONE)}/blocklist`)).body).toEqual([BOB]);
+      const refused = await s.sandbox('POST', `/accounts/${enc(BOB)}/messages`, { to: PHONE, text: 'let me in' });
+      expect(refused.status).toBe(403);
+      expect(refused.body.message).toBe('Blocked by the recipient');
+
+      const unblocked = await s.api('POST', `/connections/${id}/contacts/${BOB_JID}/unblock`);
+      expect(unblocked.body).toEqual({ jid: BOB_JID, blocked: false });
+      expect((await s.api('GET', `/connections/${id}/blocklist`)).body).toEqual([]);
+      await incoming(BOB, { text: 'thanks' });
+    });
+
+    it('refuses a group with 400', async () => {
+      const res = await s.api('POST', `/connections/${id}/contacts/${encodeURIComponent('123-456@g.us')}/block`);
+      expect(res.status).toBe(400);
+      expect(res.body.message).toBe('A group cannot be blocked (leave it instead)');
     });
   });
 });

@@ -30,6 +30,7 @@ const SECONDARY: Record<string, string> = {
   chatId: '15550101@s.whatsapp.net',
   messageId: 'true_15550101@s.whatsapp.net_3EB0AAAA',
   filename: 'file.jpg',
+  jid: '15550101@s.whatsapp.net',
   deliveryId: randomUUID(),
 };
 

@@ -1,7 +1,8 @@
 /**
  * Everyday operations (issue 14, additions to interface-spec §4.3): delete for everyone
  * (`DELETE /connections/:id/messages/:messageId?chatId=`), forward (`POST /connections/:id/forward`) and stickers
- * (`POST /connections/:id/send-sticker`). The engine's operations.ts does the work; this file is the HTTP contract.
+ * (`POST /connections/:id/send-sticker`), the block list (`POST /connections/:id/contacts/:jid/block|unblock`,
+ * `GET /connections/:id/blocklist`). The engine's operations.ts does the work; this file is the HTTP contract.
  */
 import { Type } from '@sinclair/typebox';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
@@ -32,6 +33,9 @@ const StickerBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const ContactParams = Type.Object({ id: Type.String(), jid: Type.String({ description: 'A user JID or an international number' }) });
+const BlockState = Type.Object({ jid: Type.String(), blocked: Type.Boolean() });
 
 export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
   api.delete(
@@ -68,6 +72,38 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
       return reply.code(201).send(await engine.forward(c.id, request.body));
+    },
+  );
+
+  for (const action of ['block', 'unblock'] as const) {
+    api.post(
+      `/connections/:id/contacts/:jid/${action}`,
+      {
+        schema: {
+          description: `${action === 'block' ? 'Blocks' : 'Unblocks'} a user (on WhatsApp's server: a blocked user's messages no longer reach this account). Answers the user's JID and the new state.`,
+          params: ContactParams,
+          response: { 200: BlockState },
+        },
+      },
+      async (request) => {
+        const c = ownedConnection(store, request.user, request.params.id);
+        return engine.setBlocked(c.id, request.params.jid, action === 'block');
+      },
+    );
+  }
+
+  api.get(
+    '/connections/:id/blocklist',
+    {
+      schema: {
+        description: 'The JIDs this account blocked, as WhatsApp’s server keeps them.',
+        params: ConnectionParams,
+        response: { 200: Type.Array(Type.String()) },
+      },
+    },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      return engine.blocklist(c.id);
     },
   );
 
