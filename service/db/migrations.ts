@@ -203,4 +203,8 @@ export const migrations: readonly string[] = [
   /* messages.is_forwarded: contextInfo.isForwarded of sent and received messages (issue 14 item 6) */ `
   ALTER TABLE messages ADD COLUMN is_forwarded INTEGER NOT NULL DEFAULT 0;
   `,
+  /* connections: automatic call rejection and its text to the caller (issue 14 item 8) */ `
+  ALTER TABLE connections ADD COLUMN reject_calls INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE connections ADD COLUMN reject_calls_message TEXT;
+  `,
 ];

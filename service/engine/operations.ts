@@ -78,6 +78,8 @@ export interface Operations {
   setBlocked(connectionId: string, jid: string, blocked: boolean): Promise<{ jid: string; blocked: boolean }>;
   /** The account's block list as PN JIDs (LIDs the connection cannot map stay LIDs). */
   blocklist(connectionId: string): Promise<string[]>;
+  /** Rejects an incoming call still ringing. @throws ServiceError 404 `Call not found`, 409 not online, 502. */
+  rejectCall(connectionId: string, callId: string): Promise<void>;
 }
 
 /** The stored chat ids a caller's chatId may name (JID as given, a number's JID, `@c.us` spelled as WhatsApp does). */
@@ -184,6 +186,11 @@ export function createOperations(d: OperationsDeps): Operations {
       }
       const ctx = session.modelContext();
       return jids.filter((j): j is string => !!j).map((j) => (j.endsWith('@lid') ? (ctx.pnForLid(j) ?? j) : j));
+    },
+
+    async rejectCall(connectionId, callId) {
+      const session = d.onlineSession(connectionId);
+      await session.calls.reject(session.socket!, callId);
     },
 
     async sendSticker(connectionId, input) {

@@ -17,6 +17,7 @@
  * every outgoing frame for one event-loop turn (`commit-before-receipt.ts`), so the receipt leaves only after the
  * message is committed. Documented in the README.
  */
+import { CallBook } from './calls.ts';
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
@@ -108,6 +109,8 @@ type Events = Partial<BaileysEventMap>;
 export class Session {
   readonly connectionId: string;
   readonly userId: string;
+  /** Incoming calls (call.received / call.ended, rejection). */
+  readonly calls: CallBook;
   #sock: WASocket | undefined;
   #auth: SqliteAuthState | undefined;
   #status: ConnectionStatus;
@@ -156,6 +159,16 @@ export class Session {
   ) {
     this.connectionId = connection.id;
     this.userId = connection.userId;
+    this.calls = new CallBook({
+      store: deps.store,
+      logger: deps.logger,
+      connectionId: connection.id,
+      userId: connection.userId,
+      toPn: (jid) => {
+        const bare = jidNormalizedUser(jid);
+        return bare.endsWith('@lid') ? (this.modelContext().pnForLid(bare) ?? bare) : bare;
+      },
+    });
     this.#status = connection.status;
     this.#log = deps.logger.child({ connectionId: connection.id });
     this.#opened = this.#newOpened();
@@ -431,6 +444,7 @@ export class Session {
     if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
     if (events['presence.update']) this.#onPresence(events['presence.update']);
+    if (events.call) this.calls.onCalls(sock, events.call);
   }
 
   #onCreds(update: BaileysEventMap['creds.update']): void {

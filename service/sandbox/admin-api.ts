@@ -16,6 +16,10 @@
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
  *        the recipient` (the `to` account blocked this phone)
+ *   POST /accounts/:phoneNumber/calls { to, isVideo? } → 201 call — that phone calls `to` (an `<offer>` to its online
+ *        companions); call = { id, from, to, isVideo, status: ringing|rejected|ended, rejected, offeredTo, timestamp }
+ *   GET  /accounts/:phoneNumber/calls     → 200 [call] placed or received by that phone (in memory)
+ *   POST /accounts/:phoneNumber/calls/:callId/end → 200 call | 404 `Call not found` — the caller hangs up (`<terminate>`)
  *   GET  /accounts/:phoneNumber/blocklist → 200 [phone] the accounts that phone blocked (blocklist IQs of its companions)
  *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
  *        document | sticker | location | contact }
@@ -425,6 +429,22 @@ export function createAdminHandler(
   on('GET', '/accounts/:phoneNumber/messages', (_req, res, p) =>
     send(res, 200, receivedMessagesView(store, accountOf(p.phoneNumber).pn)),
   );
+
+  on('POST', '/accounts/:phoneNumber/calls', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const callee = recipientOf(body, account);
+    if (body.isVideo !== undefined && typeof body.isVideo !== 'boolean') throw new HttpError(400, 'isVideo must be a boolean');
+    return send(res, 201, ctx.calls.place(account, callee, body.isVideo === true));
+  });
+
+  on('GET', '/accounts/:phoneNumber/calls', (_req, res, p) => send(res, 200, ctx.calls.list(accountOf(p.phoneNumber).pn)));
+
+  on('POST', '/accounts/:phoneNumber/calls/:callId/end', (_req, res, p) => {
+    const call = ctx.calls.end(accountOf(p.phoneNumber), p.callId ?? '');
+    if (!call) throw new HttpError(404, 'Call not found');
+    return send(res, 200, call);
+  });
 
   on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);

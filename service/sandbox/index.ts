@@ -24,6 +24,7 @@ import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
 import { Blocklist } from './blocklist.ts';
+import { Calls } from './calls.ts';
 import { Groups } from './groups.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
@@ -120,6 +121,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.messaging = new Messaging(ctx);
   ctx.groups = new Groups(ctx);
   ctx.blocklist = new Blocklist(store.db);
+  ctx.calls = new Calls(ctx);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));

@@ -128,7 +128,7 @@ describe('pairing QR view', () => {
       }),
     });
     useConnections.setState({
-      items: [{ id: 'c1', userId: 'u', workerId: 'local', sessionName: 's', phoneNumber: null, status: 'starting', statusReason: null, engine: 'NOWEB', name: null, createdAt: '', updatedAt: '' }],
+      items: [{ id: 'c1', userId: 'u', workerId: 'local', sessionName: 's', phoneNumber: null, status: 'starting', statusReason: null, engine: 'NOWEB', rejectCalls: false, rejectCallsMessage: null, name: null, createdAt: '', updatedAt: '' }],
     });
     vi.useFakeTimers({ shouldAdvanceTime: true });
     const onLinked = vi.fn();

@@ -1,9 +1,10 @@
 /**
- * Everyday operations (issue 14 items 2, 5, 6, 7) through real Baileys and the sandbox: delete for everyone (own
+ * Everyday operations (issue 14 items 2, 5, 6, 7, 8) through real Baileys and the sandbox: delete for everyone (own
  * message revoked at the contact's phone, someone else's refused in a 1:1 chat, another member's as group admin),
  * forward of a text and of an image (the contact decrypts identical bytes, both marked forwarded, incoming forwarded
  * messages marked too), stickers (a PNG arrives as a 512×512 WebP, a WebP as is) and the block list (kept by the
- * sandbox server, which refuses a blocked contact's messages).
+ * sandbox server, which refuses a blocked contact's messages) and calls (events, rejection by API and automatic with
+ * a text to the caller).
  */
 import sharp from 'sharp';
 import { PNG } from 'pngjs';
@@ -189,6 +190,49 @@ describe('operations', { timeout: 90_000 }, () => {
       const res = await s.api('POST', `/connections/${id}/contacts/${encodeURIComponent('123-456@g.us')}/block`);
       expect(res.status).toBe(400);
       expect(res.body.message).toBe('A group cannot be blocked (leave it instead)');
+    });
+  });
+
+  describe('calls', () => {
+    it('an incoming call is a call.received event; rejecting it by API reaches the caller, then call.ended', async () => {
+      const call = await s.sandbox('POST', `/accounts/${enc(ALICE)}/calls`, { to: PHONE, isVideo: true });
+      expect(call.status).toBe(201);
+      expect(call.body.offeredTo).toBeGreaterThan(0);
+      const received = await s.frame('call.received', (f) => f.event === 'call.received' && f.payload.callId === call.body.id);
+      expect(received.payload).toEqual({ callId: call.body.id, from: ALICE_JID, isVideo: true, isGroup: false, timestamp: expect.any(Number) });
+      const res = await s.api('POST', `/connections/${id}/calls/${call.body.id}/reject`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ callId: call.body.id, rejected: true });
+      const ended = await s.frame('call.ended', (f) => f.event === 'call.ended' && f.payload.callId === call.body.id);
+      expect(ended.payload).toEqual({ callId: call.body.id, from: ALICE_JID, reason: 'rejected' });
+      const atAlice = (await s.sandbox('GET', `/accounts/${enc(ALICE)}/calls`)).body.find((c: Json) => c.id === call.body.id);
+      expect(atAlice).toMatchObject({ status: 'rejected', rejected: true, isVideo: true, to: PHONE });
+      expect((await s.api('POST', `/connections/${id}/calls/${call.body.id}/reject`)).status).toBe(404);
+    });
+
+    it('a call the caller hangs up ends with reason ended', async () => {
+      const call = await s.sandbox('POST', `/accounts/${enc(BOB)}/calls`, { to: PHONE });
+      await s.frame('call.received', (f) => f.event === 'call.received' && f.payload.callId === call.body.id);
+      expect((await s.sandbox('POST', `/accounts/${enc(BOB)}/calls/${call.body.id}/end`)).status).toBe(200);
+      const ended = await s.frame('call.ended', (f) => f.event === 'call.ended' && f.payload.callId === call.body.id);
+      expect(ended.payload).toMatchObject({ from: BOB_JID, reason: 'ended' });
+    });
+
+    it('with rejectCalls every call is rejected automatically and the caller gets the configured text', async () => {
+      const patched = await s.api('PATCH', `/connections/${id}`, { rejectCalls: true, rejectCallsMessage: 'Calls are not answered here; please write.' });
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ rejectCalls: true, rejectCallsMessage: 'Calls are not answered here; please write.' });
+      const call = await s.sandbox('POST', `/accounts/${enc(ALICE)}/calls`, { to: PHONE });
+      await waitFor('the call rejected at the caller', async () =>
+        (await s.sandbox('GET', `/accounts/${enc(ALICE)}/calls`)).body.find((c: Json) => c.id === call.body.id && c.rejected) ? true : undefined,
+      );
+      await waitFor('the text at the caller', async () =>
+        (await phoneMessages(ALICE)).find((m: Json) => m.text === 'Calls are not answered here; please write.'),
+      );
+      const ended = await s.frame('call.ended', (f) => f.event === 'call.ended' && f.payload.callId === call.body.id);
+      expect(ended.payload.reason).toBe('rejected');
+      const off = await s.api('PATCH', `/connections/${id}`, { rejectCalls: false });
+      expect(off.body).toMatchObject({ rejectCalls: false, rejectCallsMessage: 'Calls are not answered here; please write.' });
     });
   });
 });

@@ -754,6 +754,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -837,6 +840,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -942,6 +948,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -1137,6 +1146,9 @@ export interface paths {
                 content: {
                     "application/json": {
                         name?: string | null;
+                        /** @description Reject every incoming call automatically */
+                        rejectCalls?: boolean;
+                        rejectCallsMessage?: string | null;
                     };
                 };
             };
@@ -1154,6 +1166,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -1342,6 +1357,122 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/calls/{callId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/calls/:callId/reject
+         * @description Rejects an incoming call that is still ringing (its id is the `callId` of the `call.received` event); a `call.ended` event with reason `rejected` follows. 404 `Call not found` once it ended.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    callId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            callId: string;
+                            /** @enum {boolean} */
+                            rejected: true;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -3344,6 +3475,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -5159,6 +5293,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -5181,6 +5318,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -6471,4 +6611,4 @@ export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
 /** Event types the service emits (webhooks may subscribe to each, or to `*`). */
-export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","presence.update","webhook.test"] as const;
+export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","call.received","call.ended","message.revoked","presence.update","webhook.test"] as const;

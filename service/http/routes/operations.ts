@@ -108,6 +108,23 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
   );
 
   api.post(
+    '/connections/:id/calls/:callId/reject',
+    {
+      schema: {
+        description:
+          'Rejects an incoming call that is still ringing (its id is the `callId` of the `call.received` event); a `call.ended` event with reason `rejected` follows. 404 `Call not found` once it ended.',
+        params: Type.Object({ id: Type.String(), callId: Type.String({ minLength: 1, maxLength: 128 }) }),
+        response: { 200: Type.Object({ callId: Type.String(), rejected: Type.Literal(true) }) },
+      },
+    },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      await engine.rejectCall(c.id, request.params.callId);
+      return { callId: request.params.callId, rejected: true as const };
+    },
+  );
+
+  api.post(
     '/connections/:id/send-sticker',
     {
       bodyLimit: Math.ceil((MEDIA_LIMITS.image * 4) / 3) + 64 * 1024,
