@@ -14,6 +14,7 @@ import { useConnections } from '../../renderer/src/stores/connections.ts';
 import { useSession } from '../../renderer/src/stores/session.ts';
 import { canEdit, EDIT_WINDOW_SECONDS, PAGE_SIZE, useThread } from '../../renderer/src/stores/thread.ts';
 import { PairingPanel } from '../../renderer/src/views/PairingPanel.tsx';
+import { MessageBubble } from '../../renderer/src/views/MessageBubble.tsx';
 import { MessageList } from '../../renderer/src/views/Thread.tsx';
 
 beforeAll(() => {
@@ -92,6 +93,43 @@ describe('thread store', () => {
     expect(canEdit(msg(1, { fromMe: true, timestamp: sentAt - EDIT_WINDOW_SECONDS - 1 }), now)).toBe(false);
     expect(canEdit(msg(1, { fromMe: false, timestamp: sentAt }), now)).toBe(false);
     expect(canEdit(msg(1, { fromMe: true, type: 'image', timestamp: sentAt }), now)).toBe(false);
+  });
+});
+
+describe('message actions', () => {
+  it('deletes an own message for everyone and forwards one, through the API client', async () => {
+    const mine = msg(5, { fromMe: true, senderPushName: '' });
+    const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' });
+    const revokeMessage = vi.fn(async () => ({ ...mine, type: 'revoked', text: '' }));
+    const forward = vi.fn(async () => ({ ...mine, id: 'true_b@s.whatsapp.net_F', chatId: 'b@s.whatsapp.net', isForwarded: true }));
+    Object.assign(client, { revokeMessage, forward });
+    useSession.setState({ client, phase: 'ready' });
+    useThread.setState({ messages: [mine] });
+    wrap(<MessageBubble message={mine} quoted={undefined} connectionId="c1" />);
+    fireEvent.click(screen.getByTestId('message-actions'));
+    fireEvent.click(await screen.findByTestId('forward-message'));
+    fireEvent.change(await screen.findByTestId('forward-to'), { target: { value: '+15550102' } });
+    fireEvent.click(screen.getByTestId('forward-send'));
+    await waitFor(() => expect(forward).toHaveBeenCalledWith('c1', { chatId: '+15550102', messageId: mine.id, fromChatId: mine.chatId }));
+    fireEvent.click(screen.getByTestId('message-actions'));
+    fireEvent.click(await screen.findByTestId('revoke-message'));
+    await waitFor(() => expect(revokeMessage).toHaveBeenCalledWith('c1', mine.id, mine.chatId));
+    await waitFor(() => expect(useThread.getState().messages[0]!.type).toBe('revoked'));
+  });
+
+  it('offers no delete for someone else’s message in a 1:1 chat, and marks forwarded and deleted messages', async () => {
+    const theirs = msg(6, { isForwarded: true });
+    wrap(
+      <>
+        <MessageBubble message={theirs} quoted={undefined} connectionId="c1" />
+        <MessageBubble message={msg(7, { type: 'revoked', text: '' })} quoted={undefined} connectionId="c1" />
+      </>,
+    );
+    expect(screen.getByTestId('forwarded')).toBeTruthy();
+    expect(screen.getByTestId('revoked').textContent).toBe('This message was deleted');
+    fireEvent.click(screen.getAllByTestId('message-actions')[0]!);
+    await screen.findByTestId('forward-message');
+    expect(screen.queryByTestId('revoke-message')).toBeNull();
   });
 });
 
