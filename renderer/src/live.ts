@@ -36,6 +36,7 @@ export function messageFromPayload(p: Record<string, unknown>): Message | undefi
     albumId: str(p.albumId) ?? null,
     quotedMessageId: str(p.quotedMessageId) ?? null,
     media: (p.media as MediaInfo | undefined) ?? null,
+    isForwarded: p.isForwarded === true,
     ack: typeof p.ack === 'number' ? p.ack : null,
     mentions: Array.isArray(p.mentions) ? p.mentions.filter((m): m is string => typeof m === 'string') : [],
     editedAt: typeof p.editedAt === 'number' ? p.editedAt : null,

@@ -29,6 +29,10 @@ export interface ConnectionRow {
   pushName: string | null;
   status: ConnectionStatus;
   statusReason: string | null;
+  /** Reject every incoming call automatically (issue 14 item 8). */
+  rejectCalls: boolean;
+  /** Text sent to the caller after an automatic rejection; null = none. */
+  rejectCallsMessage: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -45,6 +49,8 @@ interface RawRow {
   push_name: string | null;
   status: ConnectionStatus;
   status_reason: string | null;
+  reject_calls: number;
+  reject_calls_message: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -62,6 +68,8 @@ function toRow(r: RawRow): ConnectionRow {
     pushName: r.push_name,
     status: r.status,
     statusReason: r.status_reason,
+    rejectCalls: r.reject_calls === 1,
+    rejectCallsMessage: r.reject_calls_message,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -99,6 +107,9 @@ export function connectionsRepo(db: Db) {
          push_name = COALESCE(@pushName, push_name), updated_at = @now WHERE id = @id`,
     ),
     rename: db.prepare(`UPDATE connections SET name = @name, updated_at = @now WHERE id = @id`),
+    setCallSettings: db.prepare(
+      `UPDATE connections SET reject_calls = @rejectCalls, reject_calls_message = @message, updated_at = @now WHERE id = @id`,
+    ),
   };
 
   return {
@@ -141,6 +152,10 @@ export function connectionsRepo(db: Db) {
     },
     rename(id: string, name: string | null): void {
       q.rename.run({ id, name, now: nowIso() });
+    },
+    /** Sets the automatic call rejection (and its optional text to the caller). */
+    setCallSettings(id: string, rejectCalls: boolean, message: string | null): void {
+      q.setCallSettings.run({ id, rejectCalls: rejectCalls ? 1 : 0, message, now: nowIso() });
     },
   };
 }

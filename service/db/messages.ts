@@ -127,6 +127,8 @@ export interface MessageCore extends MessageContent {
  */
 export interface Message extends MessageCore {
   mentions: string[];
+  /** Whether the message was forwarded (WhatsApp's contextInfo.isForwarded), sent or received. */
+  isForwarded: boolean;
   editedAt: number | null;
   reactions: Reaction[];
 }
@@ -134,6 +136,8 @@ export interface Message extends MessageCore {
 /** A message as the engine stores it: the record plus its key id and the raw WebMessageInfo bytes. */
 export interface StoredMessage extends MessageCore {
   keyId: string;
+  /** contextInfo.isForwarded of the content (false when absent). */
+  isForwarded?: boolean;
   raw: Uint8Array | null;
   /** A poll's 32-byte `messageSecret` (decrypts its votes); null for other messages. */
   messageSecret?: Uint8Array | null;
@@ -163,11 +167,12 @@ interface RawRow {
   kind: string;
   raw_type: string | null;
   content: string | null;
+  is_forwarded: number;
   raw?: Buffer | null;
   seq?: number;
 }
 
-const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content`;
+const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content, is_forwarded`;
 
 function contentOf(json: string | null): MessageContent {
   if (!json) return { ...EMPTY_CONTENT };
@@ -200,13 +205,14 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
     media: r.media ? (JSON.parse(r.media) as MessageMedia) : null,
     ack: r.ack,
     mentions: r.mentions ? (JSON.parse(r.mentions) as string[]) : [],
+    isForwarded: r.is_forwarded === 1,
     editedAt: r.edited_at,
     reactions,
   };
 }
 
 /** The record of a message just inserted: no edits, no reactions yet (saves reading it back). */
-export function newMessageRecord(m: MessageCore): Message {
+export function newMessageRecord(m: MessageCore & { isForwarded?: boolean }): Message {
   return {
     kind: m.kind,
     rawType: m.rawType,
@@ -228,6 +234,7 @@ export function newMessageRecord(m: MessageCore): Message {
     media: m.media,
     ack: m.ack,
     mentions: m.mentions ?? [],
+    isForwarded: !!m.isForwarded,
     editedAt: null,
     reactions: [],
   };
@@ -279,10 +286,10 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
-         type, text, quoted_id, media, ack, raw, mentions, seq, kind, raw_type, content, message_secret)
+         type, text, quoted_id, media, ack, raw, mentions, seq, kind, raw_type, content, message_secret, is_forwarded)
        VALUES (@connectionId, @id, @chatId, @keyId, @fromMe, @timestamp, @senderJid, @senderPushName,
          @type, @text, @quotedMessageId, @media, @ack, @raw, @mentions, (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages),
-         @kind, @rawType, @content, @messageSecret)
+         @kind, @rawType, @content, @messageSecret, @isForwarded)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          sender_push_name = CASE WHEN excluded.sender_push_name <> '' THEN excluded.sender_push_name ELSE sender_push_name END,
          type = excluded.type, text = excluded.text, quoted_id = excluded.quoted_id,
@@ -290,7 +297,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
          content = CASE WHEN kind = 'poll' AND excluded.kind = 'poll' THEN content ELSE excluded.content END,
          message_secret = COALESCE(excluded.message_secret, message_secret),
          media = COALESCE(excluded.media, media), ack = MAX(COALESCE(ack, 0), COALESCE(excluded.ack, 0)),
-         raw = COALESCE(excluded.raw, raw), mentions = COALESCE(excluded.mentions, mentions)`,
+         raw = COALESCE(excluded.raw, raw), mentions = COALESCE(excluded.mentions, mentions), is_forwarded = MAX(is_forwarded, excluded.is_forwarded)`,
     ),
     exists: db.prepare(`SELECT 1 FROM messages WHERE connection_id = ? AND id = ?`),
     ackOf: db.prepare(`SELECT ack FROM messages WHERE connection_id = ? AND id = ?`),
@@ -420,6 +427,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
         rawType: m.rawType,
         content: contentJson(m),
         messageSecret: m.messageSecret ? Buffer.from(m.messageSecret) : null,
+        isForwarded: m.isForwarded ? 1 : 0,
       });
       search.reindex(connectionId, m.id, { fresh: !existed });
       return !existed;

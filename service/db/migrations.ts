@@ -285,4 +285,11 @@ export const migrations: readonly string[] = [
     SELECT 'search.backfill', json_object('after', -1, 'upTo', MAX(seq), 'done', 0, 'total', COUNT(*))
     FROM messages HAVING COUNT(*) > 0;
   `,
+  /* messages.is_forwarded: contextInfo.isForwarded of sent and received messages (issue 14 item 6) */ `
+  ALTER TABLE messages ADD COLUMN is_forwarded INTEGER NOT NULL DEFAULT 0;
+  `,
+  /* connections: automatic call rejection and its text to the caller (issue 14 item 8) */ `
+  ALTER TABLE connections ADD COLUMN reject_calls INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE connections ADD COLUMN reject_calls_message TEXT;
+  `,
 ];

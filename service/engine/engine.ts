@@ -11,7 +11,8 @@ import { canonicalChatId, parseChatId, pnForLid } from './chat-id.ts';
 import { mediaFileNameOf, toPnJid } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { OutboundPolicy } from '../net/outbound.ts';
-import { prepareContent } from './outgoing.ts';
+import { prepareContent, type PreparedContent } from './outgoing.ts';
+import { createOperations } from './operations.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
@@ -59,6 +60,12 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const numberChecker = new NumberChecker(now);
   const storageDown = () => store.storage().state === 'unavailable' || [...sessions.values()].some((s) => s.waitingForStorage);
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
+  const prepareOptions = {
+    policy: outbound,
+    logger,
+    ...(opts.urlFetchTls && { tls: opts.urlFetchTls }),
+    ...(opts.urlFetchTimeoutMs !== undefined && { timeoutMs: opts.urlFetchTimeoutMs }),
+  };
 
   function start(connectionId: string): void {
     const conn = store.connections.get(connectionId);
@@ -234,13 +241,21 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
     // Fetch/decode and check media before any presence, so a bad request fails fast and shows no "typing…".
     const mentions = input.mentions?.length ? mentionJids(session, jid, input.mentions) : undefined;
-    const prepared = await prepareContent(input, {
-      policy: outbound,
-      logger,
-      ...(opts.urlFetchTls && { tls: opts.urlFetchTls }),
-      ...(opts.urlFetchTimeoutMs !== undefined && { timeoutMs: opts.urlFetchTimeoutMs }),
-    });
+    const prepared = await prepareContent(input, prepareOptions);
     if (mentions) Object.assign(prepared.content, { mentions });
+    return deliver(session, { jid, chatId }, input, prepared, quoted);
+  }
+
+  /** Presence and pacing (unless skipPresence), the relay, and a local copy of sent media. */
+  async function deliver(
+    session: Session,
+    chat: { jid: string; chatId: string },
+    input: { skipPresence?: boolean | undefined },
+    prepared: PreparedContent,
+    quoted?: WAMessage,
+  ): Promise<Message> {
+    const { connectionId } = session;
+    const { jid, chatId } = chat;
     if (!input.skipPresence) {
       await humanizeBeforeSend(
         session.socket!,
@@ -309,7 +324,22 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     }
   }
 
+  const operations = createOperations({
+    store,
+    logger,
+    media,
+    prepareOptions,
+    onlineSession,
+    resolveChat,
+    storedMessage,
+    keyOf,
+    relay,
+    deliver,
+    quotedMessage,
+  });
+
   return {
+    ...operations,
     start,
     startAll() {
       for (const conn of store.connections.listActive()) {

@@ -2,7 +2,7 @@
  * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
  * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `kind`, `pushName`, `quotedMessageId`, the
- * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`, and the structured
+ * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`, `isForwarded: true` on forwarded messages, and the structured
  * content fields that are set (location, contacts, poll, selection, album, albumId; issue #13).
  */
 import type { MessageCore } from '../db/messages.ts';
@@ -31,9 +31,11 @@ export interface MessageEventPayload {
   quotedMessageId: string | null;
   hasMedia: boolean;
   media?: { url: string; mimetype: string; filename: string | null; size: number | null };
+  /** Present (true) only on forwarded messages. */
+  isForwarded?: true;
 }
 
-export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageEventPayload {
+export function eventPayloadOf(m: MessageCore & { isForwarded?: boolean }, ownJid?: string | null): MessageEventPayload {
   const payload: MessageEventPayload = {
     id: m.id,
     chatId: m.chatId,
@@ -56,5 +58,6 @@ export function eventPayloadOf(m: MessageCore, ownJid?: string | null): MessageE
   for (const k of ['location', 'contacts', 'poll', 'selection', 'album', 'albumId'] as const) {
     if (m[k] != null) payload[k] = m[k];
   }
+  if (m.isForwarded) payload.isForwarded = true;
   return payload;
 }

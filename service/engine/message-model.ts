@@ -417,6 +417,7 @@ export function toStoredMessage(msg: WAMessage, ctx: ModelContext): StoredMessag
     ...structuredOf(content, msg.message, chatId, fromMe),
     ack: fromMe ? (msg.status ?? null) : null,
     mentions,
+    isForwarded: !!ci?.isForwarded,
     raw: proto.WebMessageInfo.encode(msg as proto.IWebMessageInfo).finish(),
     messageSecret: secret && secret.length > 0 ? secret : null,
   };

@@ -18,6 +18,7 @@
  * message is committed. Documented in the README.
  */
 import { baileysLogger } from './baileys-logger.ts';
+import { CallBook } from './calls.ts';
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
@@ -125,6 +126,8 @@ type Events = Partial<BaileysEventMap>;
 export class Session {
   readonly connectionId: string;
   readonly userId: string;
+  /** Incoming calls (call.received / call.ended, rejection). */
+  readonly calls: CallBook;
   #sock: WASocket | undefined;
   #auth: SqliteAuthState | undefined;
   #status: ConnectionStatus;
@@ -180,6 +183,16 @@ export class Session {
   ) {
     this.connectionId = connection.id;
     this.userId = connection.userId;
+    this.calls = new CallBook({
+      store: deps.store,
+      logger: deps.logger,
+      connectionId: connection.id,
+      userId: connection.userId,
+      toPn: (jid) => {
+        const bare = jidNormalizedUser(jid);
+        return bare.endsWith('@lid') ? (this.modelContext().pnForLid(bare) ?? bare) : bare;
+      },
+    });
     this.#status = connection.status;
     this.#log = deps.logger.child({ connectionId: connection.id });
     this.#opened = this.#newOpened();
@@ -472,6 +485,7 @@ export class Session {
     if (events['groups.upsert']) this.#onGroupsUpsert(events['groups.upsert']);
     if (events['groups.update']) this.#onGroupsUpdate(events['groups.update']);
     if (events['group-participants.update']) this.#onGroupParticipants(sock, events['group-participants.update']);
+    if (events.call) this.calls.onCalls(sock, events.call);
   }
 
   #onCreds(update: BaileysEventMap['creds.update']): void {
@@ -748,7 +762,7 @@ export class Session {
             break;
           }
           case 'revoke':
-            this.#applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
+            this.applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
             break;
           default:
             this.#log.debug({ kind: kind.kind, type }, 'non-content message');
@@ -852,14 +866,23 @@ export class Session {
     });
   }
 
-  #applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): void {
+  /**
+   * Marks the message `keyId` of `chatId` deleted for everyone, once (a `message.revoked` event, its media file
+   * removed). In a 1:1 chat only its sender can revoke it; in a group also an admin (the server checks the rights).
+   * Returns the revoked Message, or undefined when there is no such message or the revoke is not allowed.
+   */
+  applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): Message | undefined {
     const { store } = this.deps;
     const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    if (!target || target.kind === 'revoked' || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) return;
+    if (!target) return undefined;
+    if (target.kind === 'revoked') return target;
+    const bySender = target.fromMe === by.fromMe && (by.fromMe || target.senderJid === by.senderJid);
+    if (!bySender && !chatId.endsWith('@g.us')) return undefined;
     store.messages.revoke(this.connectionId, target.id);
     store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
     const filename = target.media && mediaFileNameOf(target.media);
     if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
+    return store.messages.get(this.connectionId, target.id);
   }
 
   // ---- groups ------------------------------------------------------------------------------------------

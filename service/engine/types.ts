@@ -9,6 +9,7 @@ import type { Message } from '../db/messages.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
 import type { NumberCheck } from './number-check.ts';
+import type { Operations } from './operations.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -109,7 +110,9 @@ export type { NumberCheck } from './number-check.ts';
 export type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
 import type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
 
-export interface Engine {
+export type { ForwardInput, StickerInput } from './operations.ts';
+
+export interface Engine extends Operations {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
   start(connectionId: string): void;
   /** Starts every stored connection that is not stopped (service boot). */

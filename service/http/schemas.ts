@@ -64,6 +64,7 @@ export const MessageSchema = Type.Object({
   mentions: Type.Array(Type.String(), {
     description: 'JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs',
   }),
+  isForwarded: Type.Boolean({ description: 'The message was forwarded (by this account or by its sender)' }),
   /** Unix seconds of the latest edit, null when never edited. */
   editedAt: Nullable(Type.Integer()),
   /** Current reactions, one per sender. */

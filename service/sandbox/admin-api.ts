@@ -19,13 +19,20 @@
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
- *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404
- *        { to, replyTo?, and exactly one of: text | image | video | audio | document | location | contact }
+ *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
+ *        the recipient` (the `to` account blocked this phone)
+ *   POST /accounts/:phoneNumber/calls { to, isVideo? } → 201 call — that phone calls `to` (an `<offer>` to its online
+ *        companions); call = { id, from, to, isVideo, status: ringing|rejected|ended, rejected, offeredTo, timestamp }
+ *   GET  /accounts/:phoneNumber/calls     → 200 [call] placed or received by that phone (in memory)
+ *   POST /accounts/:phoneNumber/calls/:callId/end → 200 call | 404 `Call not found` — the caller hangs up (`<terminate>`)
+ *   GET  /accounts/:phoneNumber/blocklist → 200 [phone] the accounts that phone blocked (blocklist IQs of its companions)
+ *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
+ *        document | sticker | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
  *        name?, address? }; contact = { name, phoneNumber } (a vCard is built); replyTo = id of an earlier
  *        message in that conversation (either direction)
  *   GET  /accounts/:phoneNumber/messages  → 200 [{ id, from, to, text, timestamp, type, replyTo, media?, location?,
- *        contact?, reaction?, edit?, revoke?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
+ *        contact?, reaction?, edit?, revoke?, forwarded?, reactions: [{from, emoji}], edits: [{text, timestamp}], revoked,
  *        readBy: [phone], groupId?, mentions?: [phone] }] received by that phone, oldest first (media.base64 =
  *        decrypted bytes, or null if the phone could not download/verify it)
  *   POST /accounts/:phoneNumber/messages/:id/expire-media → 204 | 404 — delete the hosted blob of that
@@ -439,16 +446,42 @@ export function createAdminHandler(
     send(res, 200, receivedMessagesView(store, accountOf(p.phoneNumber).pn)),
   );
 
+  on('POST', '/accounts/:phoneNumber/calls', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const callee = recipientOf(body, account);
+    if (body.isVideo !== undefined && typeof body.isVideo !== 'boolean') throw new HttpError(400, 'isVideo must be a boolean');
+    return send(res, 201, ctx.calls.place(account, callee, body.isVideo === true));
+  });
+
+  on('GET', '/accounts/:phoneNumber/calls', (_req, res, p) => send(res, 200, ctx.calls.list(accountOf(p.phoneNumber).pn)));
+
+  on('POST', '/accounts/:phoneNumber/calls/:callId/end', (_req, res, p) => {
+    const call = ctx.calls.end(accountOf(p.phoneNumber), p.callId ?? '');
+    if (!call) throw new HttpError(404, 'Call not found');
+    return send(res, 200, call);
+  });
+
+  on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
+  });
+
   on('POST', '/accounts/:phoneNumber/messages', async (req, res, p) => {
     const account = accountOf(p.phoneNumber);
     const body = await readJson(req, MAX_MEDIA_BODY);
     const recipient = recipientOf(body, account);
+    if (ctx.blocklist.blocks(recipient.pn, account.pn)) throw new HttpError(403, 'Blocked by the recipient');
     let contextInfo: proto.IContextInfo | undefined;
     if (body.replyTo !== undefined) {
       if (typeof body.replyTo !== 'string' || !body.replyTo) throw new HttpError(400, 'replyTo must be a message id');
       const quoted = store.findMessageInChat(account.pn, recipient.pn, body.replyTo);
       if (!quoted) throw new HttpError(400, 'replyTo is not a message in this conversation');
       contextInfo = quoteOf(quoted, pnJid(quoted.fromPn));
+    }
+    if (body.forwarded !== undefined) {
+      if (typeof body.forwarded !== 'boolean') throw new HttpError(400, 'forwarded must be a boolean');
+      if (body.forwarded) contextInfo = { ...contextInfo, isForwarded: true, forwardingScore: 1 };
     }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
     if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');

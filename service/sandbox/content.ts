@@ -9,7 +9,7 @@ import { normalizeMessageContent, proto } from '@whiskeysockets/baileys';
 import { mediaContent, type MediaKind } from './media.ts';
 
 export type MessageType =
-  'text' | 'image' | 'video' | 'audio' | 'document' | 'location' | 'contact' | 'reaction' | 'edit' | 'revoke' | 'other';
+  'text' | 'image' | 'video' | 'audio' | 'document' | 'sticker' | 'location' | 'contact' | 'reaction' | 'edit' | 'revoke' | 'other';
 
 export interface LocationInput {
   latitude: number;
@@ -34,6 +34,8 @@ export interface Classified {
   reaction?: { messageId: string; emoji: string };
   edit?: { messageId: string; text: string };
   revoke?: { messageId: string };
+  /** contextInfo.isForwarded of the content (absent when not forwarded). */
+  forwarded?: boolean;
   media?: { kind: MediaKind; mimetype: string; filename?: string; caption?: string; ptt?: boolean };
 }
 
@@ -102,6 +104,17 @@ export function classify(message: proto.IMessage | null | undefined): Classified
   const m = normalizeMessageContent(message);
   if (!m) return { type: 'other', text: null, replyTo: null };
   const replyTo = quotedId(m);
+  const classified = classifyContent(m, replyTo);
+  if (isForwarded(m)) classified.forwarded = true;
+  return classified;
+}
+
+/** Whether any sub-message's contextInfo says it was forwarded. */
+function isForwarded(m: proto.IMessage): boolean {
+  return Object.values(m).some((value) => !!(value as { contextInfo?: proto.IContextInfo | null } | null)?.contextInfo?.isForwarded);
+}
+
+function classifyContent(m: proto.IMessage, replyTo: string | null): Classified {
   const pm = m.protocolMessage;
   if (pm?.type === proto.Message.ProtocolMessage.Type.MESSAGE_EDIT) {
     const edited = normalizeMessageContent(pm.editedMessage);
@@ -195,6 +208,8 @@ export function mediaMessage(input: MediaInput, hosted: HostedMedia, contextInfo
       return { videoMessage: { ...common, ...(input.caption !== undefined ? { caption: input.caption } : {}) } };
     case 'audio':
       return { audioMessage: { ...common, ptt: !!input.ptt, seconds: 1 } };
+    case 'sticker':
+      return { stickerMessage: common };
     case 'document':
       return {
         documentMessage: {

@@ -4,6 +4,8 @@
  */
 import type { Logger } from 'pino';
 import type { Accounts } from './accounts.ts';
+import type { Blocklist } from './blocklist.ts';
+import type { Calls } from './calls.ts';
 import type { ServerIdentity } from './certs.ts';
 import type { Delivery } from './delivery.ts';
 import type { Groups } from './groups.ts';
@@ -24,6 +26,10 @@ export interface SandboxContext {
   delivery: Delivery;
   messaging: Messaging;
   groups: Groups;
+  /** Who blocked whom (blocklist IQs, refused sends). */
+  blocklist: Blocklist;
+  /** Calls placed by the phones (signalling only). */
+  calls: Calls;
   signals: Signals;
   /** The HTTPS media host; `media.host` (`host:port`) is advertised in `media_conn` answers. */
   media: MediaHost;

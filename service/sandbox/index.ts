@@ -24,6 +24,8 @@ import { createAdminHandler, hostAllowed } from './admin-api.ts';
 import { loadServerIdentity } from './certs.ts';
 import type { SandboxContext } from './context.ts';
 import { Delivery } from './delivery.ts';
+import { Blocklist } from './blocklist.ts';
+import { Calls } from './calls.ts';
 import { Groups } from './groups.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
@@ -120,6 +122,8 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.pairing = new Pairing(ctx);
   ctx.messaging = new Messaging(ctx);
   ctx.groups = new Groups(ctx);
+  ctx.blocklist = new Blocklist(store.db);
+  ctx.calls = new Calls(ctx);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));

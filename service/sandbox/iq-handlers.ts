@@ -11,6 +11,7 @@ import type { SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { PreKey } from './store.ts';
 import { handleUsync } from './usync.ts';
+import { handleBlocklistIq } from './blocklist.ts';
 import { bundleNodes } from './key-nodes.ts';
 import { MEDIA_AUTH } from './media.ts';
 
@@ -49,7 +50,7 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
     case 'abt':
       return conn.reply(iq, [{ tag: 'props', attrs: { protocol: '1', hash: 'sandbox-props-1' } }]);
     case 'blocklist':
-      return conn.reply(iq, type === 'get' ? [{ tag: 'list', attrs: {} }] : undefined);
+      return handleBlocklistIq(ctx, ctx.blocklist, conn, iq);
     case 'privacy':
       if (type === 'get' && child === 'privacy') {
         const names = ['last', 'online', 'profile', 'status', 'groupadd', 'readreceipts', 'calladd', 'messages'];

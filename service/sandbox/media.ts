@@ -31,8 +31,9 @@ import type { Store } from './store.ts';
 import type { TlsIdentity } from './tls.ts';
 import { pnJid } from './phone-number.ts';
 
-export type MediaKind = 'image' | 'video' | 'audio' | 'document';
-export const MEDIA_KINDS: readonly MediaKind[] = ['image', 'video', 'audio', 'document'];
+export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker';
+/** Media kinds, each the `<kind>Message` of a proto.Message; stickers are WebP images (HKDF "WhatsApp Image Keys"). */
+export const MEDIA_KINDS: readonly MediaKind[] = ['image', 'video', 'audio', 'document', 'sticker'];
 
 /** The `media_conn` upload auth the sandbox hands out and checks. */
 export const MEDIA_AUTH = 'sandbox-media-auth';

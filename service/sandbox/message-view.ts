@@ -26,6 +26,8 @@ export interface MessageView {
   reactions: Array<{ from: string; emoji: string }>;
   edits: Array<{ text: string; timestamp: number }>;
   revoked: boolean;
+  /** The message came forwarded (contextInfo.isForwarded); absent otherwise. */
+  forwarded?: boolean;
   /** Phone numbers that read this message (the receiving phone, once it sent a read receipt). */
   readBy: string[];
   /** `<id>@g.us` of a group message (absent for 1:1 messages). */
@@ -116,6 +118,7 @@ export function receivedMessagesView(store: Store, pn: string): MessageView[] {
     if (c.reaction) view.reaction = c.reaction;
     if (c.edit) view.edit = c.edit;
     if (c.revoke) view.revoke = c.revoke;
+    if (c.forwarded) view.forwarded = true;
     if (row.groupId !== null) view.groupId = `${row.groupId}@g.us`;
     const mentions = mentionsOf(store, row);
     if (mentions.length) view.mentions = mentions;

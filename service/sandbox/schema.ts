@@ -212,6 +212,15 @@ export const MIGRATIONS: readonly string[] = [
   -- seconds a message stays (0 = off)
   ALTER TABLE groups ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
   `,
+  // v5: block lists (who blocked whom; blocklist IQs, a blocked account's messages refused)
+  `
+  CREATE TABLE block_list (
+    pn TEXT NOT NULL REFERENCES accounts(pn) ON DELETE CASCADE,
+    blocked_pn TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (pn, blocked_pn)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /**

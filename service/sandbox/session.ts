@@ -194,6 +194,9 @@ export class ClientConnection {
       case 'ack':
         await this.ctx.delivery.onAck(this, node);
         return;
+      case 'call':
+        this.ctx.calls.onClientCall(this, node);
+        return;
       default:
         // ib (unified_session, offline_batch), call, … — never fatal
         this.log.debug({ tag, attrs }, 'unhandled stanza');

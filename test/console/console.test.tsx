@@ -14,6 +14,7 @@ import { useConnections } from '../../renderer/src/stores/connections.ts';
 import { useSession } from '../../renderer/src/stores/session.ts';
 import { canEdit, EDIT_WINDOW_SECONDS, PAGE_SIZE, useThread } from '../../renderer/src/stores/thread.ts';
 import { PairingPanel } from '../../renderer/src/views/PairingPanel.tsx';
+import { MessageBubble } from '../../renderer/src/views/MessageBubble.tsx';
 import { MessageList } from '../../renderer/src/views/Thread.tsx';
 
 beforeAll(() => {
@@ -50,6 +51,7 @@ const msg = (n: number, over: Partial<Message> = {}): Message => ({
   media: null,
   ack: null,
   mentions: [],
+  isForwarded: false,
   editedAt: null,
   reactions: [],
   ...over,
@@ -103,6 +105,43 @@ describe('thread store', () => {
   });
 });
 
+describe('message actions', () => {
+  it('deletes an own message for everyone and forwards one, through the API client', async () => {
+    const mine = msg(5, { fromMe: true, senderPushName: '' });
+    const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' });
+    const revokeMessage = vi.fn(async () => ({ ...mine, kind: 'revoked', text: '' }));
+    const forward = vi.fn(async () => ({ ...mine, id: 'true_b@s.whatsapp.net_F', chatId: 'b@s.whatsapp.net', isForwarded: true }));
+    Object.assign(client, { revokeMessage, forward });
+    useSession.setState({ client, phase: 'ready' });
+    useThread.setState({ messages: [mine] });
+    wrap(<MessageBubble message={mine} quoted={undefined} connectionId="c1" />);
+    fireEvent.click(screen.getByTestId('message-actions'));
+    fireEvent.click(await screen.findByTestId('forward-message'));
+    fireEvent.change(await screen.findByTestId('forward-to'), { target: { value: '+15550102' } });
+    fireEvent.click(screen.getByTestId('forward-send'));
+    await waitFor(() => expect(forward).toHaveBeenCalledWith('c1', { chatId: '+15550102', messageId: mine.id, fromChatId: mine.chatId }));
+    fireEvent.click(screen.getByTestId('message-actions'));
+    fireEvent.click(await screen.findByTestId('revoke-message'));
+    await waitFor(() => expect(revokeMessage).toHaveBeenCalledWith('c1', mine.id, mine.chatId));
+    await waitFor(() => expect(useThread.getState().messages[0]!.type).toBe('revoked'));
+  });
+
+  it('offers no delete for someone else’s message in a 1:1 chat, and marks forwarded and deleted messages', async () => {
+    const theirs = msg(6, { isForwarded: true });
+    wrap(
+      <>
+        <MessageBubble message={theirs} quoted={undefined} connectionId="c1" />
+        <MessageBubble message={msg(7, { kind: 'revoked', text: '' })} quoted={undefined} connectionId="c1" />
+      </>,
+    );
+    expect(screen.getByTestId('forwarded')).toBeTruthy();
+    expect(screen.getByTestId('revoked').textContent).toBe('This message was deleted');
+    fireEvent.click(screen.getAllByTestId('message-actions')[0]!);
+    await screen.findByTestId('forward-message');
+    expect(screen.queryByTestId('revoke-message')).toBeNull();
+  });
+});
+
 describe('thread infinite scroll', () => {
   it('loads older pages when scrolled to the top and ends with the history marker', async () => {
     const { client } = pagedClient();
@@ -136,7 +175,7 @@ describe('pairing QR view', () => {
       }),
     });
     useConnections.setState({
-      items: [{ id: 'c1', userId: 'u', workerId: 'local', sessionName: 's', phoneNumber: null, status: 'starting', statusReason: null, engine: 'NOWEB', name: null, createdAt: '', updatedAt: '' }],
+      items: [{ id: 'c1', userId: 'u', workerId: 'local', sessionName: 's', phoneNumber: null, status: 'starting', statusReason: null, engine: 'NOWEB', rejectCalls: false, rejectCallsMessage: null, name: null, createdAt: '', updatedAt: '' }],
     });
     vi.useFakeTimers({ shouldAdvanceTime: true });
     const onLinked = vi.fn();

@@ -62,6 +62,7 @@ const incoming: Message = {
   selection: null,
   album: null,
   albumId: null,
+  isForwarded: false,
   text: 'Hi all!',
   quotedMessageId: null,
   media: null,

@@ -182,7 +182,7 @@ describe('groups end to end through the sandbox', () => {
     const oops = await groupSend(team, { from: ALICE, text: 'wrong group' });
     await stored(team, oops);
     await groupSend(team, { from: ALICE, revoke: { messageId: oops } });
-    await waitFor('Alice’s revoke stored', async () => ((await stored(team, oops)).type === 'revoked' ? true : undefined));
+    await waitFor('Alice’s revoke stored', async () => ((await stored(team, oops)).kind === 'revoked' ? true : undefined));
 
     // read receipts and typing work on a group chat
     expect((await s.api('POST', `/connections/${id}/typing`, { chatId: team })).status).toBe(200);
@@ -198,7 +198,7 @@ describe('groups end to end through the sandbox', () => {
     const own = await groupSend(team, { from: PHONE, text: 'from my phone' });
     expect(await stored(team, own, true)).toMatchObject({ fromMe: true, senderJid: PHONE_JID });
     await groupSend(team, { from: PHONE, revoke: { messageId: own } });
-    await waitFor('own revoke stored', async () => ((await stored(team, own, true)).type === 'revoked' ? true : undefined));
+    await waitFor('own revoke stored', async () => ((await stored(team, own, true)).kind === 'revoked' ? true : undefined));
   });
 
   it('follows members a contact adds (cache, GET, event) so a send reaches the new member; a rename renames the chat', async () => {

@@ -31,6 +31,8 @@ const SECONDARY: Record<string, string> = {
   messageId: 'true_15550101@s.whatsapp.net_3EB0AAAA',
   filename: 'file.jpg',
   groupId: '120363000000000001@g.us',
+  jid: '15550101@s.whatsapp.net',
+  callId: 'CALL0001',
   deliveryId: randomUUID(),
 };
 

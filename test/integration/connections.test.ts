@@ -50,6 +50,8 @@ describe('connections', () => {
       status: 'starting',
       statusReason: expect.toBeOneOf([null, 'new session']),
       engine: 'NOWEB',
+      rejectCalls: false,
+      rejectCallsMessage: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

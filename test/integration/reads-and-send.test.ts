@@ -149,6 +149,7 @@ describe('reading and sending', () => {
         albumId: null,
         ack: null,
         mentions: [],
+        isForwarded: false,
         editedAt: null,
         reactions: [],
       });

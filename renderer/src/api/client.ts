@@ -184,6 +184,11 @@ export class ApiClient {
     this.request<Message>('POST', `/connections/${enc(id)}/react`, body);
   editMessage = (id: string, messageId: string, body: { chatId: string; text: string }) =>
     this.request<Message>('PUT', `/connections/${enc(id)}/messages/${enc(messageId)}`, body);
+  /** Delete for everyone: the Message comes back with type `revoked`. */
+  revokeMessage = (id: string, messageId: string, chatId: string) =>
+    this.request<Message>('DELETE', `/connections/${enc(id)}/messages/${enc(messageId)}?chatId=${enc(chatId)}`);
+  forward = (id: string, body: { chatId: string; messageId: string; fromChatId: string }) =>
+    this.request<Message>('POST', `/connections/${enc(id)}/forward`, body);
   markRead = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/mark-read`, { chatId });
   typing = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/typing`, { chatId });
   typingStop = (id: string, chatId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/typing/stop`, { chatId });

@@ -754,6 +754,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -837,6 +840,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -942,6 +948,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -1137,6 +1146,9 @@ export interface paths {
                 content: {
                     "application/json": {
                         name?: string | null;
+                        /** @description Reject every incoming call automatically */
+                        rejectCalls?: boolean;
+                        rejectCallsMessage?: string | null;
                     };
                 };
             };
@@ -1154,6 +1166,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -1235,6 +1250,233 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/api/connections/{id}/blocklist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /connections/:id/blocklist
+         * @description The JIDs this account blocked, as WhatsApp’s server keeps them.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/calls/{callId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/calls/:callId/reject
+         * @description Rejects an incoming call that is still ringing (its id is the `callId` of the `call.received` event); a `call.ended` event with reason `rejected` follows. 404 `Call not found` once it ended.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    callId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            callId: string;
+                            /** @enum {boolean} */
+                            rejected: true;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/connections/{id}/chats": {
@@ -1529,6 +1771,8 @@ export interface paths {
                                 editedAt: number | null;
                                 fromMe: boolean;
                                 id: string;
+                                /** @description The message was forwarded (by this account or by its sender) */
+                                isForwarded: boolean;
                                 kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                                 location: {
                                     address: string | null;
@@ -1773,6 +2017,238 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/contacts/{jid}/block": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/contacts/:jid/block
+         * @description Blocks a user (on WhatsApp's server: a blocked user's messages no longer reach this account). Answers the user's JID and the new state.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    /** @description A user JID or an international number */
+                    jid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            blocked: boolean;
+                            jid: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/contacts/{jid}/unblock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/contacts/:jid/unblock
+         * @description Unblocks a user (on WhatsApp's server: a blocked user's messages no longer reach this account). Answers the user's JID and the new state.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    /** @description A user JID or an international number */
+                    jid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            blocked: boolean;
+                            jid: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/contacts/check": {
         parameters: {
             query?: never;
@@ -1818,6 +2294,188 @@ export interface paths {
                             /** @description The number in international format, e.g. +15550101 */
                             phoneNumber: string;
                         }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/forward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/forward
+         * @description Forwards a stored message to a chat; the new Message has `isForwarded: true`. Media is forwarded by reference (no download or upload) and the local copy, when on disk, is kept for the new message too.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description The chat the message is in */
+                        fromChatId: string;
+                        /** @description Id of the stored message to forward */
+                        messageId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
                     };
                 };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
@@ -3133,6 +3791,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -3293,6 +3953,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -3411,7 +4073,166 @@ export interface paths {
             };
         };
         post?: never;
-        delete?: never;
+        /**
+         * DELETE /connections/:id/messages/:messageId
+         * @description Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. Answers the Message with type `revoked` (no text, no media) once the server has the revoke; a `message.revoked` event follows. 403 for someone else’s message in a 1:1 chat; deleting an already deleted message answers it unchanged.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /** @description A JID or a phone number in international format */
+                    chatId: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    messageId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -3691,6 +4512,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -3848,6 +4671,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -3999,6 +4825,8 @@ export interface paths {
                                     editedAt: number | null;
                                     fromMe: boolean;
                                     id: string;
+                                    /** @description The message was forwarded (by this account or by its sender) */
+                                    isForwarded: boolean;
                                     kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                                     location: {
                                         address: string | null;
@@ -4188,6 +5016,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -4378,6 +5208,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -4561,6 +5393,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -4751,6 +5585,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -4941,6 +5777,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -5125,6 +5963,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -5314,6 +6154,194 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/send-sticker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST /connections/:id/send-sticker
+         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends (201, the stored Message of type `sticker`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The image, base64 (a data: URL works too) */
+                        base64?: string;
+                        /** @description A JID or a phone number in international format */
+                        chatId: string;
+                        /** @description Id of the message to quote */
+                        replyTo?: string;
+                        /** @description true: no read receipt, typing indicator or delay */
+                        skipPresence?: boolean;
+                        /** @description https:// URL the service downloads the image from */
+                        url?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -5504,6 +6532,8 @@ export interface paths {
                             editedAt: number | null;
                             fromMe: boolean;
                             id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
                             kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                             location: {
                                 address: string | null;
@@ -6133,6 +7163,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -6155,6 +7188,9 @@ export interface paths {
                             id: string;
                             name: string | null;
                             phoneNumber: string | null;
+                            /** @description Incoming calls are rejected automatically */
+                            rejectCalls: boolean;
+                            rejectCallsMessage: string | null;
                             sessionName: string;
                             status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
                             statusReason: string | null;
@@ -6463,6 +7499,8 @@ export interface paths {
                                     editedAt: number | null;
                                     fromMe: boolean;
                                     id: string;
+                                    /** @description The message was forwarded (by this account or by its sender) */
+                                    isForwarded: boolean;
                                     kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
                                     location: {
                                         address: string | null;
@@ -7623,4 +8661,4 @@ export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
 /** Event types the service emits (webhooks may subscribe to each, or to `*`). */
-export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","message.revoked","message.waiting","poll.vote","presence.update","group.update","group.participants","webhook.test"] as const;
+export const EVENT_TYPES = ["session.status","message","message.sent","message.ack","message.reaction","message.edited","call.received","call.ended","message.revoked","message.waiting","poll.vote","presence.update","group.update","group.participants","webhook.test"] as const;

@@ -57,6 +57,7 @@ function optimistic(id: string, chatId: string, text: string, quotedMessageId: s
     selection: null,
     album: null,
     albumId: null,
+    isForwarded: false,
     text,
     quotedMessageId,
     media: null,

@@ -1,16 +1,21 @@
-/** One message: quote, media, text, time + ticks, reactions, and its actions (reply, react, edit). */
-import { ActionIcon, Anchor, Badge, Group, Menu, Text } from '@mantine/core';
+/**
+ * One message: quote, media, text, time + ticks, reactions, and its actions (reply, react, edit, forward, delete for
+ * everyone).
+ */
+import { ActionIcon, Anchor, Badge, Button, Group, Menu, Modal, Text, TextInput } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import {
   IconArrowBackUp,
+  IconArrowForwardUp,
   IconChecks,
   IconCheck,
   IconClock,
   IconDots,
   IconMoodSmile,
   IconPencil,
+  IconTrash,
 } from '@tabler/icons-react';
-import { memo } from 'react';
+import { memo, useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import type { Message } from '../api/types.ts';
 import { canEdit, groupReactions, useThread } from '../stores/thread.ts';
@@ -60,6 +65,13 @@ export function Linkified({ text }: { text: string }) {
 }
 
 function MessageBody({ m }: { m: Message }) {
+  if (m.kind === 'revoked') {
+    return (
+      <Text size="sm" fs="italic" c="dimmed" data-testid="revoked">
+        This message was deleted
+      </Text>
+    );
+  }
   if (m.type === 'location') return <Text size="sm">📍 {m.text || 'Location'}</Text>;
   if (m.type === 'contact') return <Text size="sm">👤 {m.text || 'Contact card'}</Text>;
   return m.text ? (
@@ -88,6 +100,9 @@ export const MessageBubble = memo(function MessageBubble({
   const setEditing = useThread((s) => s.setEditing);
   const upsert = useThread((s) => s.upsert);
   const editable = canEdit(m);
+  const revocable = m.kind !== 'revoked' && (m.fromMe || m.chatId.endsWith('@g.us'));
+  const [forwarding, setForwarding] = useState(false);
+  const [forwardTo, setForwardTo] = useState('');
   const reactions = groupReactions(m);
   const time = new Date(m.timestamp * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
   const who = senderName(m);
@@ -98,6 +113,26 @@ export const MessageBubble = memo(function MessageBubble({
       if (updated?.id === m.id) upsert(updated);
     } catch (err) {
       notifications.show({ color: 'red', title: 'Reaction failed', message: errorMessage(err) });
+    }
+  };
+
+  const revoke = async () => {
+    try {
+      upsert(await client.revokeMessage(connectionId, m.id, m.chatId));
+    } catch (err) {
+      notifications.show({ color: 'red', title: 'Delete failed', message: errorMessage(err) });
+    }
+  };
+
+  const forward = async () => {
+    try {
+      const sent = await client.forward(connectionId, { chatId: forwardTo.trim(), messageId: m.id, fromChatId: m.chatId });
+      setForwarding(false);
+      setForwardTo('');
+      if (sent.chatId === m.chatId) upsert(sent);
+      notifications.show({ color: 'teal', title: 'Forwarded', message: `Forwarded to ${sent.chatId}` });
+    } catch (err) {
+      notifications.show({ color: 'red', title: 'Forward failed', message: errorMessage(err) });
     }
   };
 
@@ -132,6 +167,14 @@ export const MessageBubble = memo(function MessageBubble({
             </Text>
           )}
         </div>
+      )}
+      {m.isForwarded && (
+        <Group gap={2} data-testid="forwarded">
+          <IconArrowForwardUp size={12} />
+          <Text size="xs" fs="italic" c="dimmed">
+            Forwarded
+          </Text>
+        </Group>
       )}
       {m.media && <MediaView media={m.media} type={m.type} />}
       <MessageBody m={m} />
@@ -170,6 +213,16 @@ export const MessageBubble = memo(function MessageBubble({
                   data-testid="edit-message"
                 >
                   Edit
+                </Menu.Item>
+              )}
+              {m.kind !== 'revoked' && (
+                <Menu.Item leftSection={<IconArrowForwardUp size={14} />} onClick={() => setForwarding(true)} data-testid="forward-message">
+                  Forward
+                </Menu.Item>
+              )}
+              {revocable && (
+                <Menu.Item leftSection={<IconTrash size={14} />} color="red" onClick={() => void revoke()} data-testid="revoke-message">
+                  Delete for everyone
                 </Menu.Item>
               )}
               <Menu.Label>
@@ -217,6 +270,21 @@ export const MessageBubble = memo(function MessageBubble({
           ))}
         </Group>
       )}
+      <Modal opened={forwarding} onClose={() => setForwarding(false)} title="Forward message" size="sm">
+        <TextInput
+          label="To"
+          description="A phone number in international format or a JID"
+          placeholder="+15550101"
+          value={forwardTo}
+          onChange={(e) => setForwardTo(e.currentTarget.value)}
+          data-testid="forward-to"
+        />
+        <Group justify="flex-end" mt="md">
+          <Button onClick={() => void forward()} disabled={!forwardTo.trim()} data-testid="forward-send">
+            Forward
+          </Button>
+        </Group>
+      </Modal>
     </div>
   );
 });

@@ -26,6 +26,8 @@ export const ConnectionSchema = Type.Object({
     Type.String({ description: 'Why the connection is in this status (as in its last session.status event), e.g. `storage unavailable`' }),
   ),
   engine: Type.Literal('NOWEB'),
+  rejectCalls: Type.Boolean({ description: 'Incoming calls are rejected automatically' }),
+  rejectCallsMessage: Nullable(Type.String({ description: 'Text sent to the caller after an automatic rejection' })),
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
@@ -45,6 +47,8 @@ export function toConnection(row: ConnectionRow, live?: { status: ConnectionStat
     status: current.status,
     statusReason: current.reason,
     engine: 'NOWEB',
+    rejectCalls: row.rejectCalls,
+    rejectCallsMessage: row.rejectCallsMessage,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
@@ -52,7 +56,14 @@ export function toConnection(row: ConnectionRow, live?: { status: ConnectionStat
 
 const Name = Type.String({ minLength: 1, maxLength: 100 });
 const CreateBody = Type.Object({ name: Type.Optional(Name) }, { additionalProperties: false });
-const UpdateBody = Type.Object({ name: Type.Optional(Nullable(Name)) }, { additionalProperties: false });
+const UpdateBody = Type.Object(
+  {
+    name: Type.Optional(Nullable(Name)),
+    rejectCalls: Type.Optional(Type.Boolean({ description: 'Reject every incoming call automatically' })),
+    rejectCallsMessage: Type.Optional(Nullable(Type.String({ maxLength: 4096, description: 'Text sent to the caller after an automatic rejection (null or "" for none)' }))),
+  },
+  { additionalProperties: false },
+);
 const QrSchema = Type.Object({
   value: Type.String({ description: 'PNG image as a base64 data URL, or the raw QR string with ?format=text' }),
 });
@@ -128,7 +139,11 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     { schema: { params: ConnectionParams, body: UpdateBody, response: { 200: ConnectionSchema } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      if (request.body.name !== undefined) store.connections.rename(c.id, request.body.name);
+      const { name, rejectCalls, rejectCallsMessage } = request.body;
+      if (name !== undefined) store.connections.rename(c.id, name);
+      if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
+        store.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);
+      }
       return reread(c.id);
     },
   );

@@ -25,6 +25,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.ack',
   'message.reaction',
   'message.edited',
+  'call.received',
+  'call.ended',
   'message.revoked',
   'message.waiting',
   'poll.vote',
