@@ -15,6 +15,9 @@ export type ParsedChatId = { kind: 'phone'; digits: string; jid: string } | { ki
  * Parses a chatId. @throws ServiceError 400 `chatId must be a JID or a phone number in international format`,
  * 400 `chatId is not a valid international phone number` (fewer than 6 or more than 15 digits).
  */
+/** The pseudo-chat of status posts. */
+export const STATUS_CHAT_ID = 'status@broadcast';
+
 export function parseChatId(input: string): ParsedChatId {
   const value = input.trim();
   if (/^\+?[\d\s().-]+$/.test(value)) {
@@ -22,6 +25,8 @@ export function parseChatId(input: string): ParsedChatId {
     if (digits.length < 6 || digits.length > 15) throw badRequest('chatId is not a valid international phone number');
     return { kind: 'phone', digits, jid: `${digits}@s.whatsapp.net` };
   }
+  // Status posts (issue 13) are read under their pseudo-chat; nothing is sent to it (engine resolveChat refuses).
+  if (value === STATUS_CHAT_ID) return { kind: 'jid', jid: value, isGroup: false };
   const m = /^([^@\s]+)@(s\.whatsapp\.net|c\.us|lid|g\.us)$/.exec(value);
   if (!m) throw badRequest('chatId must be a JID or a phone number in international format');
   if (m[2] === 'g.us') return { kind: 'jid', jid: value, isGroup: true };

@@ -7,7 +7,7 @@ import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, pr
 import { parseMessageId, type Message } from '../db/messages.ts';
 import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, notFound, ServiceError } from '../errors.ts';
-import { canonicalChatId, parseChatId, pnForLid } from './chat-id.ts';
+import { canonicalChatId, parseChatId, pnForLid, STATUS_CHAT_ID } from './chat-id.ts';
 import { mediaFileNameOf, toPnJid } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { OutboundPolicy } from '../net/outbound.ts';
@@ -122,6 +122,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       return { jid, chatId: jid };
     }
     const { jid } = parsed;
+    if (jid === STATUS_CHAT_ID) throw badRequest('Status posts cannot be sent or changed through this API');
     if (parsed.isGroup) {
       // A group the account is not in (or that does not exist) has no chat to write to.
       try {

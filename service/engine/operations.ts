@@ -165,6 +165,7 @@ export function createOperations(d: OperationsDeps): Operations {
     },
 
     async setBlocked(connectionId, jidInput, blocked) {
+      if (/@g\.us$/.test(jidInput.trim())) throw badRequest('A group cannot be blocked (leave it instead)');
       const session = d.onlineSession(connectionId);
       const { jid, chatId } = await d.resolveChat(session, jidInput);
       if (isJidGroup(jid)) throw badRequest('A group cannot be blocked (leave it instead)');

@@ -123,7 +123,7 @@ describe('message actions', () => {
     fireEvent.click(screen.getByTestId('message-actions'));
     fireEvent.click(await screen.findByTestId('revoke-message'));
     await waitFor(() => expect(revokeMessage).toHaveBeenCalledWith('c1', mine.id, mine.chatId));
-    await waitFor(() => expect(useThread.getState().messages[0]!.type).toBe('revoked'));
+    await waitFor(() => expect(useThread.getState().messages[0]!.kind).toBe('revoked'));
   });
 
   it('offers no delete for someone else’s message in a 1:1 chat, and marks forwarded and deleted messages', async () => {

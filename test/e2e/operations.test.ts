@@ -59,8 +59,8 @@ describe('operations', { timeout: 90_000 }, () => {
       await waitFor('revoked at the phone', async () => ((await atPhone(ALICE, keyIdOf(sent.body.id))).revoked ? true : undefined));
       const again = await s.api('DELETE', `/connections/${id}/messages/${sent.body.id}?chatId=${ALICE_JID}`);
       expect(again.status).toBe(200);
-      expect(again.body.type).toBe('revoked');
-      expect((await s.api('GET', `/connections/${id}/messages/${sent.body.id}?chatId=${ALICE_JID}`)).body.type).toBe('revoked');
+      expect(again.body.kind).toBe('revoked');
+      expect((await s.api('GET', `/connections/${id}/messages/${sent.body.id}?chatId=${ALICE_JID}`)).body.kind).toBe('revoked');
     });
 
     it("refuses someone else's message in a 1:1 chat with 403, and an unknown message with 404", async () => {
@@ -140,7 +140,7 @@ describe('operations', { timeout: 90_000 }, () => {
     it('converts a PNG to a 512×512 WebP the contact receives as a sticker', async () => {
       const res = await s.api('POST', `/connections/${id}/send-sticker`, { chatId: ALICE, base64: pngBytes().toString('base64'), skipPresence: true });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ type: 'sticker', media: { mimetype: 'image/webp' } });
+      expect(res.body).toMatchObject({ kind: 'sticker', media: { mimetype: 'image/webp' } });
       const atAlice = await atPhone(ALICE, keyIdOf(res.body.id));
       expect(atAlice.type).toBe('sticker');
       const webp = Buffer.from(atAlice.media.base64, 'base64');

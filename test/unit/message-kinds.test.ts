@@ -143,14 +143,18 @@ describe('status posts and kinds in the store', () => {
 
 describe('migration of stored messages to kinds', () => {
   it('maps old type names to type + kind (+ rawType) and keeps the seven as they were', () => {
-    // The store's own file, taken back to the schema before the kinds migration, then rows as the previous version stored them.
+    // A database at the schema before the kinds migration (the migrations before it, as a previous version ran
+    // them), then rows as that version stored them; opening it runs the kinds migration and every later one.
     store.close();
-    const file = path.join(dir, 'switchboard.db');
+    const file = path.join(dir, 'old.db');
+    const kindsMigration = migrations.findIndex((m) => m.includes('ADD COLUMN kind TEXT'));
     const db = new Database(file);
-    db.exec(`DROP TABLE poll_votes;
-      ALTER TABLE messages DROP COLUMN kind; ALTER TABLE messages DROP COLUMN raw_type;
-      ALTER TABLE messages DROP COLUMN content; ALTER TABLE messages DROP COLUMN message_secret;`);
-    db.pragma(`user_version = ${migrations.length - 1}`);
+    for (let v = 0; v < kindsMigration; v++) db.exec(migrations[v]!);
+    db.pragma(`user_version = ${kindsMigration}`);
+    db.pragma(`application_id = ${0x53574244}`);
+    db.exec(`INSERT INTO users (id, kind, name, created_at) VALUES ('u1', 'local', 'old', '2026-01-01');
+      INSERT INTO connections (id, user_id, session_name, worker_id, status, created_at, updated_at)
+        VALUES ('${connectionId}', 'u1', 's', 'local', 'online', '2026-01-01', '2026-01-01');`);
     const insert = db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, seq)
        VALUES (?, ?, ?, ?, 0, 1, ?, '', ?, '', ?)`,
