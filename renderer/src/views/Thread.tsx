@@ -63,17 +63,28 @@ export function MessageList({ connectionId }: { connectionId: string }) {
   const content = useRef<HTMLDivElement>(null);
   /** Whether the operator is at the bottom (then growing content, e.g. an image that loads, keeps it there). */
   const atBottom = useRef(true);
+  /** scrollTop at the last scroll event, to tell the operator scrolling up from content growing below. */
+  const lastTop = useRef(0);
 
   useEffect(() => {
     const el = scroller.current;
     const inner = content.current;
     if (!el || !inner || typeof ResizeObserver === 'undefined') return;
-    const observer = new ResizeObserver(() => {
+    const stick = () => {
       // Not while an older page is being prepended (that keeps the operator's place instead).
       if (atBottom.current && !useThread.getState().loadingOlder) el.scrollTop = el.scrollHeight;
-    });
+    };
+    const observer = new ResizeObserver(() => requestAnimationFrame(stick));
     observer.observe(inner);
-    return () => observer.disconnect();
+    // An image or video that finished loading (load does not bubble: listen in the capture phase).
+    const onLoad = () => requestAnimationFrame(stick);
+    el.addEventListener('load', onLoad, true);
+    el.addEventListener('loadedmetadata', onLoad, true);
+    return () => {
+      observer.disconnect();
+      el.removeEventListener('load', onLoad, true);
+      el.removeEventListener('loadedmetadata', onLoad, true);
+    };
   }, []);
 
   const requestOlder = () => {
@@ -121,7 +132,11 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       data-testid="thread-scroll"
       onScroll={(e) => {
         const el = e.currentTarget;
-        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        // Only the operator scrolling up lets go of the bottom: content growing under a programmatic scroll (an
+        // image that loads) must not, or the thread would stop following.
+        if (el.scrollHeight - el.scrollTop - el.clientHeight < 40) atBottom.current = true;
+        else if (el.scrollTop < lastTop.current - 2) atBottom.current = false;
+        lastTop.current = el.scrollTop;
         if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
         if (nextAfter && !loadingNewer && el.scrollHeight - el.scrollTop - el.clientHeight < LOAD_OLDER_THRESHOLD) void loadNewer(client);
       }}
