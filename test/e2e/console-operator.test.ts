@@ -111,6 +111,8 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
 
   it('names the exact token command of the running mode on the sign-in page', async () => {
     await page.goto(`${new URL(service.apiUrl).origin}/`);
+    // The hint follows the health answer (sandbox or not), which arrives just after the page.
+    await page.getByTestId('token-command').filter({ hasText: '--sandbox' }).waitFor();
     await expect(page.getByTestId('token-command').textContent()).resolves.toBe('switchboard token create --user NAME --sandbox');
     await page.getByTestId('token-input').fill(token);
     await page.getByRole('button', { name: 'Open console' }).click();

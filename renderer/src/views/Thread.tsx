@@ -103,6 +103,7 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     if (target && scrolledTo.current !== highlightId) {
       // Opened from a search result: centre the message once; later pages load around it without moving it.
       scrolledTo.current = highlightId;
+      atBottom.current = false; // the operator is reading there: loading media must not pull the thread down
       target.scrollIntoView({ block: 'center' });
     } else if (a && messages[0]?.id !== a.firstId) {
       el.scrollTop = el.scrollHeight - a.height + a.top;
