@@ -58,7 +58,12 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   const serverAckTimeoutMs = opts.serverAckTimeoutMs ?? DEFAULT_SERVER_ACK_TIMEOUT_MS;
   const media = new MediaStore(opts.mediaDir);
   const numberChecker = new NumberChecker(now);
-  const storageDown = () => store.storage().state === 'unavailable' || [...sessions.values()].some((s) => s.waitingForStorage);
+  /** Whether sends must be refused with 507: the last commit failed, or a session still waits for the disk. */
+  const storageDown = (): boolean => {
+    if (store.storage().state === 'unavailable') return true;
+    for (const s of sessions.values()) if (s.waitingForStorage) return true;
+    return false;
+  };
   const trust = opts.waCaCertPem ? sandboxTrust(opts.waCaCertPem) : undefined;
   const prepareOptions = {
     policy: outbound,

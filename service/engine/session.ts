@@ -378,8 +378,9 @@ export class Session {
    */
   #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean } = {}): boolean {
     const current = this.#status;
-    if (current === status && this.#statusReason === reason && !opts.announce) return true;
-    if (current === status && !opts.announce && reason !== STORAGE_UNAVAILABLE && this.#statusReason !== STORAGE_UNAVAILABLE) return true;
+    // Same status: recorded again only when announced, or when storage becomes (un)available (the reason matters then).
+    const storageReasonChanges = this.#statusReason !== reason && (reason === STORAGE_UNAVAILABLE || this.#statusReason === STORAGE_UNAVAILABLE);
+    if (current === status && !opts.announce && !storageReasonChanges) return true;
     const previous = current === status ? null : current;
     this.#status = status;
     this.#statusReason = reason;
