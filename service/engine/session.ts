@@ -55,6 +55,7 @@ import {
   type ModelContext,
 } from './message-model.ts';
 import { decryptVote } from './polls.ts';
+import { phoneOf, SessionContacts } from './session-contacts.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { GroupCache, isMember } from './groups.ts';
 import { downloadMessageMedia } from './media-download.ts';
@@ -65,8 +66,6 @@ import type { SandboxTrust } from './sandbox-trust.ts';
 export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
 
 const MAX_QR_CYCLES = 5;
-/** Most JIDs whose last contact write a session remembers (see Session.#lastContactWrite). */
-const CONTACT_CACHE_MAX = 10_000;
 const MAX_BACKOFF_MS = 60_000;
 /**
  * How long a new socket may take to reach the QR or the logged-in state (Baileys' default connectTimeoutMs).
@@ -162,13 +161,8 @@ export class Session {
   #gate: FrameGate | undefined;
   /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
   #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
-  /**
-   * The last contact upsert this session wrote for each JID, as JSON: rc14 emits `contacts.update` with the pushName
-   * of nearly every incoming message, and re-applying the last upsert of a JID changes nothing (it only merges
-   * non-null fields). Every contact write of the session goes through #upsertContact; cleared when it grows past
-   * CONTACT_CACHE_MAX and when a transaction may have rolled a write back.
-   */
-  readonly #lastContactWrite = new Map<string, string>();
+  /** Contact writes and the LID ↔ PN mapping (session-contacts.ts). */
+  readonly #contacts: SessionContacts;
   /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
   readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
   /**
@@ -183,15 +177,13 @@ export class Session {
   ) {
     this.connectionId = connection.id;
     this.userId = connection.userId;
+    this.#contacts = new SessionContacts(deps.store, connection.id, () => this.me);
     this.calls = new CallBook({
       store: deps.store,
       logger: deps.logger,
       connectionId: connection.id,
       userId: connection.userId,
-      toPn: (jid) => {
-        const bare = jidNormalizedUser(jid);
-        return bare.endsWith('@lid') ? (this.modelContext().pnForLid(bare) ?? bare) : bare;
-      },
+      toPn: (jid) => this.#contacts.toPn(jid),
     });
     this.#status = connection.status;
     this.#log = deps.logger.child({ connectionId: connection.id });
@@ -354,7 +346,7 @@ export class Session {
       try {
         this.#onEvents(sock, events);
       } catch (err) {
-        this.#lastContactWrite.clear(); // what it remembers may have been rolled back
+        this.#contacts.forget(); // what it remembers may have been rolled back
         this.#log.error({ err }, 'failed to process session events');
       }
     });
@@ -597,27 +589,13 @@ export class Session {
 
   // ---- ingestion -------------------------------------------------------------------------------------
 
-  /** Context for the message model: own identity and LID → PN lookups from Baileys' mapping store and contacts. */
+  /** Context for the message model: own identity and LID → PN lookups (session-contacts.ts). */
   modelContext(): ModelContext {
-    const me = this.me;
-    const { store } = this.deps;
-    return {
-      connectionPath: `/api/connections/${this.connectionId}`,
-      ownJid: me?.jid ?? null,
-      ownLid: me?.lid ?? null,
-      pnForLid: (lid) => {
-        const user = jidDecode(lid)?.user;
-        if (!user) return undefined;
-        const pnUser = store.authState.getKeys(this.connectionId, 'lid-mapping', [`${user}_reverse`]).get(`${user}_reverse`);
-        if (pnUser) return `${JSON.parse(pnUser) as string}@s.whatsapp.net`;
-        return store.contacts.jidForLid(this.connectionId, lid);
-      },
-    };
+    return this.#contacts.modelContext();
   }
 
   #onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
-    const pn = jidNormalizedUser(m.pn);
-    this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+    this.#contacts.pair(m.lid, m.pn);
   }
 
   #onContacts(list: BaileysEventMap['contacts.update']): void {
@@ -627,7 +605,7 @@ export class Session {
       for (const c of list) {
         if (!c.id) continue;
         const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        this.#upsertContact({
+        this.#contacts.upsert({
           jid,
           lid: c.lid ? jidNormalizedUser(c.lid) : c.id.endsWith('@lid') ? jidNormalizedUser(c.id) : null,
           name: c.name ?? null,
@@ -683,15 +661,12 @@ export class Session {
   #storeHistory(h: BaileysEventMap['messaging-history.set']): void {
     const { store } = this.deps;
     store.tx(() => {
-      for (const m of h.lidPnMappings ?? []) {
-        const pn = jidNormalizedUser(m.pn);
-        this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
-      }
+      for (const m of h.lidPnMappings ?? []) this.#contacts.pair(m.lid, m.pn);
       const ctx = this.modelContext();
       for (const c of h.contacts) {
         if (!c.id) continue;
         const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        this.#upsertContact({
+        this.#contacts.upsert({
           jid,
           lid: c.lid ? jidNormalizedUser(c.lid) : null,
           name: c.name ?? null,
@@ -730,7 +705,7 @@ export class Session {
     store.ingest(() => {
       for (const msg of messages) {
         // Every LID↔phone pair the key carries feeds the mapping first, so this message lands in the PN chat.
-        for (const { lid, pn } of lidPairsOf(msg.key)) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
+        for (const { lid, pn } of lidPairsOf(msg.key)) this.#contacts.upsert({ jid: pn, lid, phoneNumber: phoneOf(pn) });
         const kind = classify(msg);
         switch (kind.kind) {
           case 'content':
@@ -922,7 +897,7 @@ export class Session {
       for (const p of meta.participants) {
         const lid = p.id.endsWith('@lid') ? jidNormalizedUser(p.id) : p.lid ? jidNormalizedUser(p.lid) : null;
         const pn = p.id.endsWith('@s.whatsapp.net') ? jidNormalizedUser(p.id) : p.phoneNumber ? jidNormalizedUser(p.phoneNumber) : null;
-        if (lid && pn) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
+        if (lid && pn) this.#contacts.upsert({ jid: pn, lid, phoneNumber: phoneOf(pn) });
       }
     });
   }
@@ -1081,7 +1056,7 @@ export class Session {
       const unreadDelta = m.fromMe || m.chatId === STATUS_JID ? 0 : 1;
       store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta });
       if (!m.fromMe && m.senderPushName) {
-        this.#upsertContact({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
+        this.#contacts.upsert({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
       store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
     }
@@ -1177,16 +1152,6 @@ export class Session {
     }
   }
 
-  /** Creates or merges a contact (see #lastContactWrite); call inside a transaction. */
-  #upsertContact(c: Parameters<Store['contacts']['upsert']>[1]): void {
-    // the upsert treats a missing field as null, so equivalent writes get one signature
-    const signature = JSON.stringify([c.lid ?? null, c.name ?? null, c.pushName ?? null, c.phoneNumber ?? null, !!c.isGroup]);
-    if (this.#lastContactWrite.get(c.jid) === signature) return;
-    this.deps.store.contacts.upsert(this.connectionId, c);
-    if (this.#lastContactWrite.size >= CONTACT_CACHE_MAX) this.#lastContactWrite.clear();
-    this.#lastContactWrite.set(c.jid, signature);
-  }
-
   /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
   recordSent(msg: WAMessage): Message {
     const m = toStoredMessage(msg, this.modelContext());
@@ -1218,13 +1183,6 @@ function disableEventBuffer(sock: WASocket): void {
     if (ev.isBuffering()) ev.flush();
     return handled;
   }) as typeof ev.emit;
-}
-
-/** "+<digits>" for a phone-number JID; null for LIDs and groups. */
-export function phoneOf(jid: string): string | null {
-  if (!jid.endsWith('@s.whatsapp.net')) return null;
-  const user = jidDecode(jid)?.user;
-  return user ? `+${user}` : null;
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
