@@ -55,15 +55,13 @@ import {
   type ModelContext,
 } from './message-model.ts';
 import { decryptVote } from './polls.ts';
+import { ServerAcks, type ServerAckWait } from './session-acks.ts';
 import { phoneOf, SessionContacts } from './session-contacts.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { GroupCache, isMember } from './groups.ts';
 import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
-
-/** How a sent message's server acknowledgement ended (see `Session.expectServerAck`). */
-export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
 
 const MAX_QR_CYCLES = 5;
 const MAX_BACKOFF_MS = 60_000;
@@ -163,8 +161,8 @@ export class Session {
   #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
   /** Contact writes and the LID ↔ PN mapping (session-contacts.ts). */
   readonly #contacts: SessionContacts;
-  /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
-  readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
+  /** Waits for the server's acks of sent messages (session-acks.ts). */
+  readonly #acks: ServerAcks;
   /**
    * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
    * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
@@ -178,6 +176,8 @@ export class Session {
     this.connectionId = connection.id;
     this.userId = connection.userId;
     this.#contacts = new SessionContacts(deps.store, connection.id, () => this.me);
+    this.#log = deps.logger.child({ connectionId: connection.id });
+    this.#acks = new ServerAcks({ store: deps.store, connectionId: connection.id, userId: connection.userId, log: this.#log });
     this.calls = new CallBook({
       store: deps.store,
       logger: deps.logger,
@@ -186,7 +186,6 @@ export class Session {
       toPn: (jid) => this.#contacts.toPn(jid),
     });
     this.#status = connection.status;
-    this.#log = deps.logger.child({ connectionId: connection.id });
     this.#opened = this.#newOpened();
   }
 
@@ -263,7 +262,7 @@ export class Session {
     // a logout's frames must, and the history no longer matters then.
     if (opts.logout) for (const h of this.#historyHolds) h.release();
     this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#acks.settleAll('closed');
     if (sock) {
       if (opts.logout && this.#auth?.creds.me) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
@@ -333,14 +332,7 @@ export class Session {
     disableEventBuffer(sock);
     this.#dropHistoryHolds();
     this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
-    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => {
-      const keyId = node.attrs.id;
-      const waiter = keyId ? this.#serverAcks.get(keyId) : undefined;
-      if (!keyId || !waiter) return;
-      // Recorded here, before rc14 handles a receipt that may follow in the same chunk, so acks stay in order.
-      if (!node.attrs.error) this.#recordServerAck(keyId);
-      waiter(node.attrs.error ? { error: node.attrs.error } : 'accepted');
-    });
+    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => this.#acks.onAckNode(node));
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
@@ -419,7 +411,7 @@ export class Session {
     clearTimeout(this.#connectTimer);
     clearTimeout(this.#reconnectTimer);
     this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#acks.settleAll('closed');
     if (sock) {
       try {
         void Promise.resolve(sock.end(undefined)).catch(() => undefined);
@@ -546,7 +538,7 @@ export class Session {
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
     this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#acks.settleAll('closed');
     switch (code) {
       case DisconnectReason.restartRequired: // 515: expected right after pairing
         this.#scheduleReconnect('restart required', true);
@@ -1096,60 +1088,9 @@ export class Session {
     if ((store.chats.unread(this.connectionId, chatId) ?? 0) > unread) store.chats.setUnread(this.connectionId, chatId, unread);
   }
 
-  /**
-   * Starts waiting for the server's `<ack class="message" id=keyId>`; call it before the message is sent. The server
-   * acknowledges each message stanza once it has taken it (brief §B6: an `error` attribute means it refused it; rc14
-   * turns only that into a status update, there is no SERVER_ACK from acks). Settles with 'accepted', `{ error }`,
-   * 'closed' (the socket closed first) or 'timeout' (after `timeoutMs`); `cancel()` stops waiting (send failed).
-   * `sent()` restarts the timeout once the message has left: Baileys' preparation of a first send to a big group
-   * (device lists, prekeys, one `pkmsg` per member device) must not eat into the time the server has to answer.
-   */
-  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void; sent(): void } {
-    let settle!: (outcome: ServerAckOutcome) => void;
-    let timer: NodeJS.Timeout | undefined;
-    const done = new Promise<ServerAckOutcome>((resolve) => {
-      timer = setTimeout(() => settle('timeout'), timeoutMs);
-      settle = (outcome) => {
-        clearTimeout(timer);
-        if (this.#serverAcks.get(keyId) === settle) this.#serverAcks.delete(keyId);
-        resolve(outcome);
-      };
-    });
-    this.#serverAcks.set(keyId, settle);
-    const sent = () => {
-      if (this.#serverAcks.get(keyId) !== settle) return; // settled already
-      clearTimeout(timer);
-      timer = setTimeout(() => settle('timeout'), timeoutMs);
-    };
-    return { done, cancel: () => settle('closed'), sent };
-  }
-
-  #settleServerAcks(outcome: ServerAckOutcome): void {
-    for (const settle of [...this.#serverAcks.values()]) settle(outcome);
-  }
-
-  /**
-   * Records the server's acceptance of the message with key id `keyId` this service sent: ack 2 (SERVER_ACK) and a
-   * `message.ack` event, unless a receipt already moved it further. Reactions and edits have no stored message.
-   */
-  #recordServerAck(keyId: string): void {
-    const { store } = this.deps;
-    try {
-      const message = store.messages.findByKeyId(this.connectionId, keyId);
-      if (!message?.fromMe) return;
-      store.tx(() => {
-        if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', {
-            id: message.id,
-            chatId: message.chatId,
-            ack: proto.WebMessageInfo.Status.SERVER_ACK,
-          });
-        }
-      });
-    } catch (err) {
-      // Called from the socket's frame handler: never let it throw there (a full disk is handled by #onCommitFailure).
-      this.#log.warn({ err, keyId }, 'the server acknowledgement could not be recorded');
-    }
+  /** Starts waiting for the server's ack of a message about to be sent (session-acks.ts `ServerAcks.expect`). */
+  expectServerAck(keyId: string, timeoutMs: number): ServerAckWait {
+    return this.#acks.expect(keyId, timeoutMs);
   }
 
   /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
