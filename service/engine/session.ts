@@ -55,11 +55,11 @@ import {
   type ModelContext,
 } from './message-model.ts';
 import { decryptVote } from './polls.ts';
+import { SessionMedia } from './session-media.ts';
 import { ServerAcks, type ServerAckWait } from './session-acks.ts';
 import { phoneOf, SessionContacts } from './session-contacts.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { GroupCache, isMember } from './groups.ts';
-import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
 
@@ -115,9 +115,6 @@ const STORAGE_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 /** Default of SessionDeps.onlineFallbackMs (issue #13 item 7). */
 export const ONLINE_FALLBACK_MS = 20_000;
 
-/** At most this many media downloads run at once per session (eager downloads of incoming media). */
-const MEDIA_CONCURRENCY = 2;
-
 type Events = Partial<BaileysEventMap>;
 
 export class Session {
@@ -150,11 +147,8 @@ export class Session {
   #opened: Promise<void>;
   #resolveOpened!: () => void;
   readonly #log: Logger;
-  /** Running media downloads by file name (a second request for the same file waits for the first). */
-  readonly #downloads = new Map<string, Promise<MediaFile>>();
-  /** Eager downloads waiting for a slot. */
-  readonly #mediaQueue: string[] = [];
-  #mediaActive = 0;
+  /** The media download queue (session-media.ts). */
+  readonly #media: SessionMedia;
   /** The current socket's frame gate (commit-before-receipt.ts). */
   #gate: FrameGate | undefined;
   /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
@@ -177,6 +171,14 @@ export class Session {
     this.userId = connection.userId;
     this.#contacts = new SessionContacts(deps.store, connection.id, () => this.me);
     this.#log = deps.logger.child({ connectionId: connection.id });
+    this.#media = new SessionMedia({
+      store: deps.store,
+      media: deps.media,
+      connectionId: connection.id,
+      log: this.#log,
+      dispatcher: deps.mediaDispatcher,
+      socket: () => this.socket,
+    });
     this.#acks = new ServerAcks({ store: deps.store, connectionId: connection.id, userId: connection.userId, log: this.#log });
     this.calls = new CallBook({
       store: deps.store,
@@ -737,7 +739,7 @@ export class Session {
         }
       }
     });
-    for (const id of downloads) this.#queueDownload(id);
+    for (const id of downloads) this.#media.queue(id);
   }
 
   /**
@@ -966,62 +968,9 @@ export class Session {
 
   // ---- media -------------------------------------------------------------------------------------------
 
-  #queueDownload(messageId: string): void {
-    this.#mediaQueue.push(messageId);
-    this.#pumpDownloads();
-  }
-
-  #pumpDownloads(): void {
-    while (this.#mediaActive < MEDIA_CONCURRENCY && this.#mediaQueue.length > 0) {
-      const id = this.#mediaQueue.shift()!;
-      this.#mediaActive++;
-      this.ensureMedia(id)
-        .catch((err: unknown) => this.#log.warn({ err, messageId: id }, 'media download failed; it is retried when the media is requested'))
-        .finally(() => {
-          this.#mediaActive--;
-          this.#pumpDownloads();
-        });
-    }
-  }
-
-  /**
-   * The local file of a stored message's media: from disk, or downloaded now (one re-upload request when the CDN
-   * lost it). Concurrent calls for the same file share one download.
-   * @throws when the message has no media or the download failed.
-   */
+  /** The local file of a stored message's media, downloaded now when needed (session-media.ts `SessionMedia.ensure`). */
   ensureMedia(messageId: string): Promise<MediaFile> {
-    const { store, media } = this.deps;
-    const message = store.messages.get(this.connectionId, messageId);
-    const filename = message?.media ? mediaFileNameOf(message.media) : undefined;
-    if (!message?.media || !filename) return Promise.reject(new Error('message has no media'));
-    const onDisk = media.stat(this.connectionId, filename);
-    if (onDisk) return Promise.resolve(onDisk);
-    const running = this.#downloads.get(filename);
-    if (running) return running;
-    const raw = store.messages.getRaw(this.connectionId, messageId);
-    if (!raw) return Promise.reject(new Error('message has no stored media keys'));
-    const msg = proto.WebMessageInfo.decode(raw) as WAMessage;
-    const job = downloadMessageMedia(
-      msg,
-      filename,
-      {
-        sock: this.socket,
-        media,
-        connectionId: this.connectionId,
-        dispatcher: this.mediaDispatcher,
-        logger: this.#log,
-        onReuploaded: (updated) =>
-          store.messages.setRaw(this.connectionId, messageId, proto.WebMessageInfo.encode(updated as proto.IWebMessageInfo).finish()),
-      },
-      message.media.size,
-    ).finally(() => this.#downloads.delete(filename));
-    this.#downloads.set(filename, job);
-    return job;
-  }
-
-  /** Dispatcher for media downloads (the sandbox's CA trust in sandbox mode); undefined = undici's global one. */
-  get mediaDispatcher(): Dispatcher | undefined {
-    return this.deps.mediaDispatcher;
+    return this.#media.ensure(messageId);
   }
 
   /**
