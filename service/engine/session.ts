@@ -14,7 +14,19 @@
  * a connection: it calls methods (`send`, `read`, `presence`, group and block-list operations, …), never the socket.
  * Durability is the lifecycle's (see there): commit before receipt, and a failed commit closes the socket.
  */
-import type { BaileysEventMap, GroupMetadata, WAMessage, WASocket } from '@whiskeysockets/baileys';
+import {
+  generateMessageIDV2,
+  type AnyMessageContent,
+  type BaileysEventMap,
+  type GroupMetadata,
+  type MiscMessageGenerationOptions,
+  type ParticipantAction,
+  type USyncQuery,
+  type WAMessage,
+  type WAMessageKey,
+  type WAPresence,
+  type WASocket,
+} from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
@@ -144,9 +156,9 @@ export class Session {
     return this.#lifecycle.me;
   }
 
-  /** The live socket of an open session; undefined otherwise. */
-  get socket(): WASocket | undefined {
-    return this.#lifecycle.socket;
+  /** Whether the session has a live socket (`connected` or `online`): the actions below can reach WhatsApp. */
+  get isOpen(): boolean {
+    return this.#lifecycle.socket !== undefined;
   }
 
   /**
@@ -256,5 +268,105 @@ export class Session {
   /** Starts waiting for the server's ack of a message about to be sent (session-acks.ts `ServerAcks.expect`). */
   expectServerAck(keyId: string, timeoutMs: number): ServerAckWait {
     return this.#acks.expect(keyId, timeoutMs);
+  }
+
+  // ---- actions: the engine's only way to the socket ------------------------------------------------------
+  // Each runs on the live socket and rejects with Error('connection is not open') without one; Baileys' own errors
+  // (a Boom with the IQ error code in `data` for an `<error>` reply, a timeout, a closed socket) pass through.
+
+  /** The live socket, or an Error when the session is not open. */
+  #live(): WASocket {
+    const sock = this.#lifecycle.socket;
+    if (!sock) throw new Error('connection is not open');
+    return sock;
+  }
+
+  /** A new message key id, the way WhatsApp Web makes them (Baileys `generateMessageIDV2` with the own user id). */
+  newMessageId(): string {
+    return generateMessageIDV2(this.#lifecycle.socket?.user?.id);
+  }
+
+  /**
+   * Sends a message (any Baileys content: text, media, reaction `{ react }`, revoke `{ delete }`, edit `{ edit }`,
+   * forward `{ forward }`, …); resolves with the WAMessage Baileys built, once its frames are queued (they leave
+   * after the next commit, commit-before-receipt.ts). Pass `options.messageId` to wait for its server ack first.
+   */
+  async send(jid: string, content: AnyMessageContent, options: MiscMessageGenerationOptions = {}): Promise<WAMessage | undefined> {
+    return this.#live().sendMessage(jid, content, options);
+  }
+
+  /** Sends read receipts for incoming messages (Baileys `readMessages`). */
+  async read(keys: WAMessageKey[]): Promise<void> {
+    return this.#live().readMessages(keys);
+  }
+
+  /** Sends a presence: `composing`/`paused` (typing) to a chat, or `available`/`unavailable` for the account. */
+  async presence(state: WAPresence, jid?: string): Promise<void> {
+    return this.#live().sendPresenceUpdate(state, jid);
+  }
+
+  /** Whether a number is on WhatsApp (a usync contact query), with its JID. */
+  async onWhatsApp(jid: string): ReturnType<WASocket['onWhatsApp']> {
+    return this.#live().onWhatsApp(jid);
+  }
+
+  /** Runs a usync query (number-check.ts). */
+  async usyncQuery(query: USyncQuery): ReturnType<WASocket['executeUSyncQuery']> {
+    return this.#live().executeUSyncQuery(query);
+  }
+
+  /** Rejects a ringing call (calls.ts `CallBook.reject`). @throws ServiceError 404 `Call not found`, 502. */
+  async rejectCall(callId: string): Promise<void> {
+    return this.calls.reject(this.#live(), callId);
+  }
+
+  /** Blocks or unblocks a user. */
+  async setBlocked(jid: string, blocked: boolean): Promise<void> {
+    return this.#live().updateBlockStatus(jid, blocked ? 'block' : 'unblock');
+  }
+
+  /** The account's block list as the server gives it (PN or LID JIDs). */
+  async blocklist(): Promise<Array<string | undefined>> {
+    return this.#live().fetchBlocklist();
+  }
+
+  /** A group's metadata asked from the server now, neither cached nor stored (see `groupMetadata` for that). */
+  async fetchGroupMetadata(jid: string): Promise<GroupMetadata> {
+    return this.#live().groupMetadata(jid);
+  }
+
+  /** Every group the account is in, asked from the server (the answer also refills the cache via `groups.update`). */
+  async participatingGroups(): Promise<GroupMetadata[]> {
+    return Object.values(await this.#live().groupFetchAllParticipating());
+  }
+
+  /** Creates a group with `participants` (JIDs) and caches it. */
+  async createGroup(subject: string, participants: string[]): Promise<GroupMetadata> {
+    const meta = await this.#live().groupCreate(subject, participants);
+    this.rememberGroup(meta);
+    return meta;
+  }
+
+  async setGroupSubject(jid: string, subject: string): Promise<void> {
+    return this.#live().groupUpdateSubject(jid, subject);
+  }
+
+  /** Sets a group's description; undefined clears it. */
+  async setGroupDescription(jid: string, description: string | undefined): Promise<void> {
+    return this.#live().groupUpdateDescription(jid, description);
+  }
+
+  /** Adds, removes, promotes or demotes members; one `{ status, jid }` per participant (status "200" = done). */
+  async updateGroupParticipants(jid: string, participants: string[], action: ParticipantAction): ReturnType<WASocket['groupParticipantsUpdate']> {
+    return this.#live().groupParticipantsUpdate(jid, participants, action);
+  }
+
+  async leaveGroup(jid: string): Promise<void> {
+    return this.#live().groupLeave(jid);
+  }
+
+  /** A group's invite code; undefined when the server sent none. */
+  async groupInviteCode(jid: string): Promise<string | undefined> {
+    return this.#live().groupInviteCode(jid);
   }
 }
