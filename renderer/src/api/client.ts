@@ -111,7 +111,9 @@ export class ApiClient {
   health = () => this.request<Health>('GET', '/');
 
   // Connections
-  listConnections = () => this.request<Connection[]>('GET', '/connections');
+  /** The caller's connections; `includeDeleted` adds the deleted ones (status `stopped`, `?include=deleted`). */
+  listConnections = (opts: { includeDeleted?: boolean } = {}) =>
+    this.request<Connection[]>('GET', opts.includeDeleted ? '/connections?include=deleted' : '/connections');
   getConnection = (id: string) => this.request<Connection>('GET', `/connections/${enc(id)}`);
   createConnection = (name?: string) => this.request<Connection>('POST', '/connections', name ? { name } : {});
   getOrCreateConnection = (name?: string) =>
