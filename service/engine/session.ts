@@ -602,7 +602,7 @@ export class Session {
     const me = this.me;
     const { store } = this.deps;
     return {
-      connectionPath: `/api/connections/${this.connectionId}`,
+      mediaUrl: (file) => store.mediaUrls.of(this.connectionId, file),
       ownJid: me?.jid ?? null,
       ownLid: me?.lid ?? null,
       pnForLid: (lid) => {

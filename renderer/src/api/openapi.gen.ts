@@ -1786,6 +1786,10 @@ export interface paths {
                                     filename: string | null;
                                     mimetype: string;
                                     size: number | null;
+                                    /**
+                                     * Format: uri
+                                     * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                     */
                                     url: string;
                                 } | null;
                                 /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -2446,6 +2450,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3806,6 +3814,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3968,6 +3980,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4129,6 +4145,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4527,6 +4547,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4840,6 +4864,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5031,6 +5059,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5223,6 +5255,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5408,6 +5444,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5600,6 +5640,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5792,6 +5836,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5978,6 +6026,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6169,6 +6221,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6355,6 +6411,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6547,6 +6607,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -7514,6 +7578,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
