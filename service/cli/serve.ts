@@ -16,6 +16,9 @@ Runs the Switchboard service: the REST API under /api and the WebSocket event st
 Options:
   --host HOST              Interface to listen on (default 127.0.0.1; env SWITCHBOARD_HOST)
   --port PORT              API port, 0 picks a free one (default 7575; env SWITCHBOARD_PORT)
+  --public-url URL         The API's address as clients reach it (a LAN address, a reverse proxy), e.g.
+                           https://wa.example.com/api: media URLs are built from it and its host is accepted
+                           (default: the URL on the API: line; env SWITCHBOARD_PUBLIC_URL)
   --data-dir DIR           Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder,
                            with a separate sandbox/ folder in sandbox mode)
   --sandbox                Test mode: start the built-in WhatsApp sandbox and connect to it (env SWITCHBOARD_SANDBOX=1)
@@ -117,6 +120,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'min-free-mb': { type: 'string' },
     'max-streams-per-user': { type: 'string' },
     'max-large-uploads-per-user': { type: 'string' },
+    'public-url': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -159,6 +163,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     minFreeMb: values['min-free-mb'],
     maxStreamsPerUser: values['max-streams-per-user'],
     maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
+    publicUrl: values['public-url'],
   });
   const logger = createLogger(config.logLevel, config.logFormat);
   await ensureConsoleBuilt(); // a checkout's first run: the console at / works without a separate build step
@@ -166,7 +171,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const service = await startService(config, { logger });
   process.stdout.write(`API: ${service.apiUrl}\n`);
   if (service.sandboxUrl) process.stdout.write(`Sandbox: ${service.sandboxUrl}\n`);
-  logger.info({ apiUrl: service.apiUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir }, 'switchboard ready');
+  logger.info(
+    { apiUrl: service.apiUrl, publicUrl: service.publicUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir },
+    'switchboard ready',
+  );
 
   const signal = await stopRequested;
   logger.info({ signal }, 'shutting down');
