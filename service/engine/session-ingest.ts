@@ -77,10 +77,12 @@ export class SessionIngest {
     this.userId = d.userId;
   }
 
+  /** A LID ↔ PN pair Baileys learned. */
   onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
     this.d.contacts.pair(m.lid, m.pn);
   }
 
+  /** `contacts.upsert` / `contacts.update`: names, pushNames and LIDs of contacts. */
   onContacts(list: BaileysEventMap['contacts.update']): void {
     const ctx = this.d.contacts.modelContext();
     const { store } = this.d;
@@ -135,7 +137,7 @@ export class SessionIngest {
     }
   }
 
-
+  /** A history sync chunk: contacts, chats and messages in one transaction, then its held frames go. */
   onHistory(h: BaileysEventMap['messaging-history.set']): void {
     try {
       this.#storeHistory(h);
@@ -191,6 +193,10 @@ export class SessionIngest {
   }
 
 
+  /**
+   * `messages.upsert`: new messages (and the reactions, edits, revokes and poll votes they carry) in one transaction;
+   * incoming media is queued for download after the commit.
+   */
   onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {
     const { store } = this.d;
     const ctx = this.d.contacts.modelContext();
@@ -355,6 +361,7 @@ export class SessionIngest {
   }
 
 
+  /** `presence.update`: logs `presence.update` per participant (nothing is stored). */
   onPresence(p: BaileysEventMap['presence.update']): void {
     const ctx = this.d.contacts.modelContext();
     const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
@@ -403,6 +410,7 @@ export class SessionIngest {
     return { message: after, isNew, replaced };
   }
 
+  /** `messages.update`: receipts of own messages (`message.ack`), and reads of incoming ones on another device. */
   onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
     const { store } = this.d;
     const ctx = this.d.contacts.modelContext();
