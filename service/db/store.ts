@@ -12,6 +12,7 @@ import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
+import { groupMetadataRepo } from './group-metadata.ts';
 import { messagesRepo } from './messages.ts';
 import { searchIndex } from './search.ts';
 import { tokensRepo } from './tokens.ts';
@@ -360,6 +361,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     authState: authStateRepo(db),
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
+    /** The group metadata cache of each connection (engine/groups.ts GroupCache). */
+    groupMetadata: groupMetadataRepo(db),
     messages: messagesRepo(db, search),
     /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
     search,

@@ -56,7 +56,7 @@ import {
 } from './message-model.ts';
 import { decryptVote } from './polls.ts';
 import { eventPayloadOf } from './event-payloads.ts';
-import { GroupCache, isMember } from './groups.ts';
+import { GroupCache, isMember, storedGroups } from './groups.ts';
 import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
@@ -173,9 +173,9 @@ export class Session {
   readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
   /**
    * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
-   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
+   * metadata query) and kept current from `w:gp2` notifications (groups.ts); stored, so it survives a restart.
    */
-  readonly groups = new GroupCache();
+  readonly groups: GroupCache;
 
   constructor(
     connection: ConnectionRow,
@@ -193,6 +193,7 @@ export class Session {
         return bare.endsWith('@lid') ? (this.modelContext().pnForLid(bare) ?? bare) : bare;
       },
     });
+    this.groups = new GroupCache(storedGroups(deps.store, connection.id));
     this.#status = connection.status;
     this.#log = deps.logger.child({ connectionId: connection.id });
     this.#opened = this.#newOpened();
@@ -292,6 +293,7 @@ export class Session {
   #clearAuthState(): void {
     this.deps.store.commitPending();
     this.deps.store.authState.clear(this.connectionId);
+    this.groups.clear(); // the next account linked here may be in other groups
   }
 
   #connect(): void {
@@ -888,10 +890,16 @@ export class Session {
 
   // ---- groups ------------------------------------------------------------------------------------------
 
-  /** Refills the group cache from the server (the answer arrives as a full-metadata `groups.update`). */
+  /**
+   * Refills the group cache from the server when it is empty or old (groups.ts `needsRefresh`; the answer arrives
+   * as full-metadata `groups.update`s), forgetting the groups the account is no longer in.
+   */
   #refreshGroups(sock: WASocket): void {
-    this.groups.clear();
-    sock.groupFetchAllParticipating().catch((err: unknown) => this.#log.warn({ err }, 'could not fetch the groups'));
+    if (!this.groups.needsRefresh()) return;
+    sock.groupFetchAllParticipating().then(
+      (all) => this.#sock === sock && this.groups.retainOnly(Object.keys(all)),
+      (err: unknown) => this.#log.warn({ err }, 'could not fetch the groups'),
+    );
   }
 
   /**

@@ -55,6 +55,11 @@
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
  *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
  *        isAdmin }] } | 404
+ *   GET  /accounts/:phoneNumber/group-iqs → 200 { total, byKind: { query, participating, create, … } } — the `w:g2`
+ *        IQs that phone's companions sent since the sandbox started, by the IQ's first child
+ *   GET  /groups/:groupId/metadata-queries → 200 { total, byPhone: { '+<digits>': n } } — the `w:g2` metadata
+ *        queries (`<query request="interactive"/>`) of that group the server answered since the sandbox started, per
+ *        asking phone (its companions): a client that caches group metadata asks once, not on every send
  *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes), announce?: boolean (only admins
  *        send), locked?: boolean (only admins edit), ephemeral?: seconds (0 = off) } → 200 group | 400 | 403 (not a
  *        member; not an admin for announce/locked, or for anything in a locked group) | 404
@@ -462,6 +467,8 @@ export function createAdminHandler(
     return send(res, 200, call);
   });
 
+  on('GET', '/accounts/:phoneNumber/group-iqs', (_req, res, p) => send(res, 200, ctx.groups.iqCounts(accountOf(p.phoneNumber).pn)));
+
   on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);
     return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
@@ -691,6 +698,8 @@ export function createAdminHandler(
   });
 
   on('GET', '/groups/:groupId', (_req, res, p) => send(res, 200, ctx.groups.view(groupOf(p.groupId))));
+
+  on('GET', '/groups/:groupId/metadata-queries', (_req, res, p) => send(res, 200, ctx.groups.metadataQueries(groupOf(p.groupId))));
 
   on('PATCH', '/groups/:groupId', async (req, res, p) => {
     const group = groupOf(p.groupId);
