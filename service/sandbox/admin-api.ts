@@ -17,6 +17,8 @@
  *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
+ *   (messages — 1:1 and group — also take album: [{ image } | { video }] (2–30, media as above) instead of content:
+ *    the album message, then each item linked to it (album.ts) → 201 { id (the album's), itemIds })
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
@@ -88,6 +90,7 @@ import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
 import { buildPollVote, buildRichContent, RICH_CONTENT_FIELDS, RichContentError } from './rich-content.ts';
+import { albumChild, albumParent, MAX_ALBUM_ITEMS } from './album.ts';
 import { MEDIA_KINDS, type MediaKind } from './media.ts';
 import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
@@ -490,6 +493,15 @@ export function createAdminHandler(
       if (typeof body.forwarded !== 'boolean') throw new HttpError(400, 'forwarded must be a boolean');
       if (body.forwarded) contextInfo = { ...contextInfo, isForwarded: true, forwardingScore: 1 };
     }
+    if (body.album !== undefined) {
+      if (body.status !== undefined || body.undecryptable !== undefined) {
+        throw new HttpError(400, 'album cannot be combined with status or undecryptable');
+      }
+      const album = await sendAlbum(ctx, body, pnJid(recipient.pn), contextInfo, (message, mediaPlaintext) =>
+        ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext }),
+      );
+      return send(res, 201, album);
+    }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
     if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
     if (body.undecryptable !== undefined && typeof body.undecryptable !== 'boolean') {
@@ -845,6 +857,12 @@ export function createAdminHandler(
         });
         contextInfo = { ...contextInfo, mentionedJid };
       }
+      if (body.album !== undefined) {
+        const album = await sendAlbum(ctx, body, gjid, contextInfo, (m, mediaPlaintext) =>
+          ctx.groups.sendFromPhone(from, group, m, { mediaPlaintext }),
+        );
+        return send(res, 201, album);
+      }
       ({ message, mediaPlaintext } = await buildContent(ctx, body, contextInfo));
     }
     const { id } = await ctx.groups.sendFromPhone(from, group, message, { mediaPlaintext });
@@ -897,6 +915,41 @@ function emojiOf(o: Json, field = 'emoji'): string {
   if (typeof o.emoji !== 'string') throw new HttpError(400, `${field} is required (a string; "" removes the reaction)`);
   if (o.emoji.length > 32) throw new HttpError(400, `${field} must be at most 32 characters`);
   return o.emoji;
+}
+
+/**
+ * Sends `body.album` (2–30 items, each `{ image }` or `{ video }` media as for a single send) the way a phone does
+ * (album.ts): the album message (with `contextInfo`: a reply, mentions), then every item linked to it. Everything
+ * is checked before the first message leaves. Returns the album's id and its items' ids in order.
+ */
+async function sendAlbum(
+  ctx: SandboxContext,
+  body: Json,
+  remoteJid: string,
+  contextInfo: proto.IContextInfo | undefined,
+  sendOne: (message: proto.IMessage, mediaPlaintext?: Buffer) => Promise<{ id: string }>,
+): Promise<{ id: string; itemIds: string[] }> {
+  const others = CONTENT_FIELDS.filter((k) => body[k] !== undefined && body[k] !== null);
+  if (others.length > 0) throw new HttpError(400, `album cannot be combined with ${others.join(', ')}`);
+  const raw = body.album;
+  if (!Array.isArray(raw) || raw.length < 2 || raw.length > MAX_ALBUM_ITEMS) {
+    throw new HttpError(400, `album must be an array of 2 to ${MAX_ALBUM_ITEMS} items ({ image } or { video })`);
+  }
+  const items = raw.map((item, i) => {
+    const o = asObject(item, `album[${i}]`);
+    const kinds = (['image', 'video'] as const).filter((k) => o[k] !== undefined);
+    if (kinds.length !== 1 || Object.keys(o).length !== 1) throw new HttpError(400, `album[${i}] must have exactly one of image, video`);
+    return parseMedia(o[kinds[0]!], kinds[0]!);
+  });
+  const images = items.filter((m) => m.kind === 'image').length;
+  const parent = await sendOne(albumParent({ images, videos: items.length - images }, contextInfo));
+  const itemIds: string[] = [];
+  for (const [i, input] of items.entries()) {
+    const hosted = await ctx.media.hostMedia(input.data, input.kind);
+    const media = mediaMessage(input, { ...hosted, fileLength: input.data.length });
+    itemIds.push((await sendOne(albumChild(media, remoteJid, parent.id, i), input.data)).id);
+  }
+  return { id: parent.id, itemIds };
 }
 
 /**

@@ -4,7 +4,7 @@
  * contacts create (one of them LID-addressed). Checks at the contacts' phones what the API sent (decrypted with the
  * group's sender keys), and in the store/events what the contacts did: sender, names, mentions, replies, reactions,
  * edits, revokes, member changes (the group cache follows them, so a send reaches a newly added member), renames,
- * the groups API and its 403/404 answers.
+ * the groups API and its 403/404 answers; the same conversation both ways in a LID-addressed group, and an album.
  */
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -309,6 +309,55 @@ describe('groups end to end through the sandbox', () => {
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
     for (const phone of [ALICE, CAROL]) expect((await atPhone(phone, keyIdOf(sent.body.id))).text).toBe('lid reply @15550103');
     expect((await atPhone(CAROL, keyIdOf(sent.body.id))).mentions?.map((m) => m.replace(/^\+?/, '+'))).toEqual([CAROL]);
+  });
+
+  it('in a LID-addressed group: replies, reactions, edits, revokes and an image both ways, an album from a member', async () => {
+    const crew = await createContactGroup('LID Crew 2', [PHONE, BOB, CAROL], 'lid');
+    // Carol (named by LID with participant_pn) writes; we reply and react; she replies, reacts, edits and revokes
+    const hers = await groupSend(crew, { from: CAROL, text: 'status update?' });
+    expect(await stored(crew, hers)).toMatchObject({ senderJid: CAROL_JID, senderPushName: 'Carol Sandbox' });
+    const ours = await s.api('POST', `/connections/${id}/send`, { chatId: crew, text: 'all green', replyTo: `false_${crew}_${hers}`, skipPresence: true });
+    expect(ours.status, JSON.stringify(ours.body)).toBe(201);
+    expect((await atPhone(CAROL, keyIdOf(ours.body.id))).replyTo).toBe(hers);
+    expect((await s.api('POST', `/connections/${id}/react`, { chatId: crew, messageId: `false_${crew}_${hers}`, emoji: '✅' })).status).toBe(201);
+    await waitFor('our reaction at Bob', async () =>
+      (await atPhone(BOB, hers)).reactions.some((r) => r.emoji === '✅' && r.from.includes('15550100')) ? true : undefined,
+    );
+    const edit = await s.api('PUT', `/connections/${id}/messages/${enc(ours.body.id)}`, { chatId: crew, text: 'all green, shipping' });
+    expect(edit.status, JSON.stringify(edit.body)).toBe(200);
+    await waitFor('our edit at Bob', async () =>
+      (await atPhone(BOB, keyIdOf(ours.body.id))).edits.some((e) => e.text === 'all green, shipping') ? true : undefined,
+    );
+    const png = pngBytes();
+    const image = await s.api('POST', `/connections/${id}/send-image`, { chatId: crew, base64: png.toString('base64'), caption: 'lid chart', skipPresence: true });
+    expect(image.status, JSON.stringify(image.body)).toBe(201);
+    for (const phone of [BOB, CAROL]) expect(Buffer.from((await atPhone(phone, keyIdOf(image.body.id))).media!.base64!, 'base64').equals(png)).toBe(true);
+    const revoke = await s.api('DELETE', `/connections/${id}/messages/${enc(image.body.id)}?chatId=${enc(crew)}`);
+    expect(revoke.status, JSON.stringify(revoke.body)).toBe(200);
+    await waitFor('our revoke at Carol', async () => ((await atPhone(CAROL, keyIdOf(image.body.id))).revoked ? true : undefined));
+
+    const reply = await groupSend(crew, { from: CAROL, text: 'great', replyTo: keyIdOf(ours.body.id) });
+    expect(await stored(crew, reply)).toMatchObject({ senderJid: CAROL_JID, quotedMessageId: ours.body.id });
+    await groupSend(crew, { from: CAROL, reaction: { messageId: keyIdOf(ours.body.id), emoji: '🚀' } });
+    await waitFor('Carol’s reaction stored', async () =>
+      (await stored(crew, keyIdOf(ours.body.id), true)).reactions.some((r: Json) => r.senderJid === CAROL_JID && r.emoji === '🚀') ? true : undefined,
+    );
+    await groupSend(crew, { from: CAROL, edit: { messageId: reply, text: 'great, thanks' } });
+    await waitFor('Carol’s edit stored', async () => ((await stored(crew, reply)).text === 'great, thanks' ? true : undefined));
+    await groupSend(crew, { from: CAROL, revoke: { messageId: hers } });
+    await waitFor('Carol’s revoke stored', async () => ((await stored(crew, hers)).kind === 'revoked' ? true : undefined));
+
+    // an album from Bob: the album message and its items, each naming the album
+    const album = await s.sandbox('POST', `/groups/${enc(crew)}/messages`, {
+      from: BOB,
+      album: [{ image: { base64: png.toString('base64'), mimetype: 'image/png' } }, { image: { base64: png.toString('base64'), mimetype: 'image/png', caption: 'two' } }],
+    });
+    expect(album.status, JSON.stringify(album.body)).toBe(201);
+    const parent = await stored(crew, album.body.id);
+    expect(parent).toMatchObject({ kind: 'album', type: 'image', senderJid: BOB_JID, album: { expectedImages: 2, expectedVideos: 0 } });
+    for (const key of album.body.itemIds as string[]) {
+      expect(await stored(crew, key)).toMatchObject({ kind: 'image', senderJid: BOB_JID, albumId: parent.id });
+    }
   });
 
   it('answers 404 for unknown groups and 400 for malformed ids and participants', async () => {

@@ -3,7 +3,7 @@
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
- * a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
+ * an album (its album message, items naming it); a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -139,6 +139,44 @@ describe('message kinds end to end through the sandbox', () => {
       ['Bob', [BOB]],
       ['Carol', ['+15550107']],
     ]);
+  });
+
+  it('an album arrives as its album message with the expected counts, and each item names its album', async () => {
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const clip = Buffer.from('not really an mp4, but bytes the phone uploads and the service downloads');
+    const res = await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, {
+      to: PHONE,
+      album: [
+        { image: { base64: png.toString('base64'), mimetype: 'image/png', caption: 'first' } },
+        { video: { base64: clip.toString('base64'), mimetype: 'video/mp4' } },
+        { image: { base64: png.toString('base64'), mimetype: 'image/png' } },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const { id: albumKey, itemIds } = res.body as { id: string; itemIds: string[] };
+    expect(itemIds).toHaveLength(3);
+    const album = await stored(ALICE_JID, albumKey);
+    expect(album).toMatchObject({ type: 'image', kind: 'album', text: '', media: null, album: { expectedImages: 2, expectedVideos: 1 }, albumId: null });
+    const items = [];
+    for (const key of itemIds) items.push(await stored(ALICE_JID, key));
+    expect(items.map((m) => [m.kind, m.type, m.text, m.albumId])).toEqual([
+      ['image', 'image', 'first', album.id],
+      ['video', 'video', '', album.id],
+      ['image', 'image', '', album.id],
+    ]);
+    expect(items.every((m) => m.album === null)).toBe(true);
+    const ev = await s.frame('album event', (f) => f.event === 'message' && f.payload.id === album.id);
+    expect(ev.payload).toMatchObject({ kind: 'album', album: { expectedImages: 2, expectedVideos: 1 } });
+    await s.frame('item event', (f) => f.event === 'message' && f.payload.id === items[1].id && f.payload.albumId === album.id);
+    // the items' media are the bytes the phone sent
+    const video = await s.raw(`/connections/${id}/messages/${encodeURIComponent(items[1].id)}/media?chatId=${ALICE_JID}`);
+    expect(video.status).toBe(200);
+    expect(video.bytes.equals(clip)).toBe(true);
+    const bad = await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: PHONE, album: [{ image: { base64: png.toString('base64'), mimetype: 'image/png' } }] });
+    expect(bad.status).toBe(400);
   });
 
   it('a status post is attributed to its author, hidden from chats, never unread, and its media not fetched eagerly', async () => {
