@@ -57,6 +57,7 @@ import {
 import { decryptVote } from './polls.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { GroupCache, isMember, storedGroups } from './groups.ts';
+import { storeHistoryPollVotes } from './history-polls.ts';
 import { downloadMessageMedia } from './media-download.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
@@ -721,6 +722,7 @@ export class Session {
         if (store.messages.upsert(this.connectionId, m)) stored++;
         store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: 0 });
       }
+      storeHistoryPollVotes(store, this.connectionId, h.messages, ctx); // votes ride on their polls (history-polls.ts)
       this.#log.info({ chats: h.chats.length, contacts: h.contacts.length, messages: stored, syncType: h.syncType }, 'history sync stored');
     });
   }

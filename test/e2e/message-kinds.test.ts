@@ -1,5 +1,6 @@
 /**
  * Message kinds end to end through the sandbox (issue #13): real Baileys receives what the simulated phones send.
+ * Votes cast before pairing, carried by the history sync on their polls, aggregated onto the stored polls.
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
@@ -23,6 +24,8 @@ const keyIdOf = (messageId: string) => messageId.slice(messageId.lastIndexOf('_'
 describe('message kinds end to end through the sandbox', () => {
   let s: SandboxService;
   let id: string;
+  let historyPoll: string;
+  let ownHistoryPoll: string;
 
   const fromPhone = async (phone: string, body: Json) => {
     const res = await s.sandbox('POST', `/accounts/${enc(phone)}/messages`, body);
@@ -47,11 +50,39 @@ describe('message kinds end to end through the sandbox', () => {
       const res = await s.sandbox('POST', '/accounts', { phoneNumber, pushName });
       expect([201, 409]).toContain(res.status);
     }
+    // Before pairing: polls with votes (one changed, one by the account's own phone, several options at once), which
+    // the history sync carries on their polls (pollUpdates), not as messages.
+    historyPoll = await fromPhone(ALICE, { to: PHONE, poll: { name: 'Offsite where?', options: ['Lisbon', 'Oslo', 'Rome'] } });
+    await vote(ALICE, PHONE, historyPoll, ['Lisbon']);
+    await vote(ALICE, PHONE, historyPoll, ['Oslo']);
+    await vote(PHONE, ALICE, historyPoll, ['Rome']);
+    ownHistoryPoll = await fromPhone(PHONE, { to: BOB, poll: { name: 'Coffee or tea?', options: ['Coffee', 'Tea'], selectableCount: 2 } });
+    await vote(BOB, PHONE, ownHistoryPoll, ['Coffee', 'Tea']);
     id = await s.pair(PHONE);
   }, 90_000);
 
   afterAll(async () => {
     await s?.close();
+  });
+
+  it('aggregates the votes a history sync carries on its polls, and stores no vote as a message', async () => {
+    const poll = await stored(ALICE_JID, historyPoll);
+    expect(poll).toMatchObject({ kind: 'poll', text: 'Offsite where?' });
+    expect(poll.poll.options).toEqual([
+      { name: 'Lisbon', votes: 0, voters: [] },
+      { name: 'Oslo', votes: 1, voters: [ALICE_JID] },
+      { name: 'Rome', votes: 1, voters: [OWN_JID] },
+    ]);
+    const own = await stored(BOB_JID, ownHistoryPoll, true);
+    expect(own).toMatchObject({ fromMe: true, kind: 'poll', poll: { name: 'Coffee or tea?', selectableCount: 2 } });
+    expect(own.poll.options).toEqual([
+      { name: 'Coffee', votes: 1, voters: [BOB_JID] },
+      { name: 'Tea', votes: 1, voters: [BOB_JID] },
+    ]);
+    for (const chatJid of [ALICE_JID, BOB_JID]) {
+      const page = await s.api('GET', `/connections/${id}/chats/${chatJid}/messages?limit=100`);
+      expect((page.body.messages as Json[]).filter((m) => m.text === '' && m.kind !== 'poll')).toEqual([]);
+    }
   });
 
   it('aggregates votes on a contact’s poll, announces poll.vote, and leaves the chat preview and unread alone', async () => {
@@ -160,7 +191,7 @@ describe('message kinds end to end through the sandbox', () => {
     expect(itemIds).toHaveLength(3);
     const album = await stored(ALICE_JID, albumKey);
     expect(album).toMatchObject({ type: 'image', kind: 'album', text: '', media: null, album: { expectedImages: 2, expectedVideos: 1 }, albumId: null });
-    const items = [];
+    const items: Json[] = [];
     for (const key of itemIds) items.push(await stored(ALICE_JID, key));
     expect(items.map((m) => [m.kind, m.type, m.text, m.albumId])).toEqual([
       ['image', 'image', 'first', album.id],
