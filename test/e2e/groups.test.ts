@@ -34,6 +34,7 @@ interface PhoneMessage {
   reactions: Array<{ from: string; emoji: string }>;
   edits: Array<{ text: string }>;
   revoked: boolean;
+  forwarded?: boolean;
 }
 
 function pngBytes(): Buffer {
@@ -147,6 +148,43 @@ describe('groups end to end through the sandbox', () => {
       expect(got.media?.caption).toBe('the chart');
       expect(Buffer.from(got.media!.base64!, 'base64').equals(png)).toBe(true);
     }
+  });
+
+  it('every other send endpoint works on a group chatId; captions carry mentions', async () => {
+    const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(6000, 3)]);
+    const ogg = Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(4000, 5)]);
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n% group\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
+    const png = pngBytes();
+    const base = { chatId: team, skipPresence: true };
+    const sends: Array<[route: string, body: Record<string, unknown>, check: (m: PhoneMessage) => void]> = [
+      ['send-video', { ...base, base64: mp4.toString('base64'), caption: 'clip for @15550102', mentions: [BOB] }, (m) => {
+        expect(m).toMatchObject({ type: 'video', text: 'clip for @15550102' });
+        expect(m.mentions?.map((x) => x.replace(/^\+?/, '+'))).toEqual([BOB]);
+      }],
+      ['send-document', { ...base, base64: pdf.toString('base64'), filename: 'plan.pdf', caption: 'plan @15550101', mentions: [ALICE_JID] }, (m) => {
+        expect(m).toMatchObject({ type: 'document', text: 'plan @15550101' });
+        expect(m.mentions?.map((x) => x.replace(/^\+?/, '+'))).toEqual([ALICE]);
+        expect(Buffer.from(m.media!.base64!, 'base64').equals(pdf)).toBe(true);
+      }],
+      ['send-audio', { ...base, base64: ogg.toString('base64'), ptt: true }, (m) => expect(m.type).toBe('audio')],
+      ['send-location', { ...base, latitude: 52.37, longitude: 4.89, name: 'Office' }, (m) => expect(m.type).toBe('location')],
+      ['send-contact', { ...base, name: 'Carol', phoneNumber: CAROL }, (m) => expect(m.type).toBe('contact')],
+      ['send-sticker', { ...base, base64: png.toString('base64') }, (m) => expect(m.type).toBe('sticker')],
+      ['send-poll', { ...base, name: 'Pizza or pasta?', options: ['Pizza', 'Pasta'] }, (m) => expect(m.id).toBeTruthy()],
+    ];
+    for (const [route, body, check] of sends) {
+      const res = await s.api('POST', `/connections/${id}/${route}`, body);
+      expect(res.status, `${route}: ${JSON.stringify(res.body)}`).toBe(201);
+      expect(res.body).toMatchObject({ chatId: team, fromMe: true, senderJid: PHONE_JID });
+      for (const phone of [ALICE, BOB]) check(await atPhone(phone, keyIdOf(res.body.id)));
+    }
+    // a forward from a 1:1 chat into the group
+    const oneToOne = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'worth sharing', skipPresence: true });
+    expect(oneToOne.status).toBe(201);
+    const fwd = await s.api('POST', `/connections/${id}/forward`, { chatId: team, messageId: oneToOne.body.id, fromChatId: ALICE_JID });
+    expect(fwd.status, JSON.stringify(fwd.body)).toBe(201);
+    expect(fwd.body).toMatchObject({ chatId: team, isForwarded: true, text: 'worth sharing' });
+    expect(await atPhone(BOB, keyIdOf(fwd.body.id))).toMatchObject({ groupId: team, text: 'worth sharing', forwarded: true });
   });
 
   it('replies, reacts, edits and revokes inside the group both ways', async () => {
