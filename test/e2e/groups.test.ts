@@ -20,6 +20,7 @@ const BOB_JID = '15550102@s.whatsapp.net';
 const CAROL = '+15550103';
 const CAROL_JID = '15550103@s.whatsapp.net';
 const DAVE = '+15550104';
+const DAVE_JID = '15550104@s.whatsapp.net';
 
 interface PhoneMessage {
   id: string;
@@ -396,6 +397,18 @@ describe('groups end to end through the sandbox', () => {
     for (const key of album.body.itemIds as string[]) {
       expect(await stored(crew, key)).toMatchObject({ kind: 'image', senderJid: BOB_JID, albumId: parent.id });
     }
+
+    // Alice adds Dave: the notification names him by LID with his phone number; the event, the cache and the next
+    // send know him by number
+    expect((await s.sandbox('POST', `/groups/${enc(crew)}/participants`, { by: ALICE, action: 'add', participants: [DAVE] })).status).toBe(200);
+    const added = await frameOf('group.participants', (p) => p.groupId === crew && p.action === 'add');
+    expect(added.payload).toMatchObject({ participants: [DAVE_JID], by: ALICE_JID });
+    const dave = (await s.api('GET', `/connections/${id}/groups/${enc(crew)}`)).body.participants.find((p: Json) => p.jid === DAVE_JID);
+    expect(dave).toMatchObject({ phoneNumber: DAVE, isAdmin: false });
+    expect(dave.lid).toMatch(/@lid$/);
+    const welcome = await s.api('POST', `/connections/${id}/send`, { chatId: crew, text: 'welcome Dave', skipPresence: true });
+    expect(welcome.status).toBe(201);
+    expect((await atPhone(DAVE, keyIdOf(welcome.body.id))).text).toBe('welcome Dave');
   });
 
   it('answers 404 for unknown groups and 400 for malformed ids and participants', async () => {
