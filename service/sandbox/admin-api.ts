@@ -14,6 +14,10 @@
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
+ *   POST /accounts/:phoneNumber/link-code { code } → 200 { jid, lid, deviceId } once that phone entered the code a
+ *                                            companion showed ("Link with phone number instead") and pairing
+ *                                            succeeded | 400 (malformed or wrong code, no companion waiting for a
+ *                                            code for this phone) | 404 | 409 | 502 | 504
  *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
@@ -88,6 +92,7 @@ import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
+import { normaliseLinkCode } from './link-code.ts';
 import type { AccountRow, GroupRow, MessageRow } from './store.ts';
 import { parseHost } from '../net/host.ts';
 import {
@@ -434,6 +439,19 @@ export function createAdminHandler(
     const qr = requireString(body, 'qr', 4096);
     try {
       return send(res, 200, await ctx.pairing.scan(account, qr));
+    } catch (err) {
+      if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
+      throw err;
+    }
+  });
+
+  on('POST', '/accounts/:phoneNumber/link-code', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const code = typeof body.code === 'string' ? normaliseLinkCode(body.code) : undefined;
+    if (!code) throw new HttpError(400, 'code is required and must be the 8 letters or digits the device shows (e.g. ABCD-EFGH)');
+    try {
+      return send(res, 200, await ctx.linkCodes.enter(account, code));
     } catch (err) {
       if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
       throw err;
