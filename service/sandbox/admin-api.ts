@@ -2,7 +2,7 @@
  * The sandbox admin HTTP API (JSON) — a binding contract other programs depend on.
  *
  *   GET  /                                → 200 { name, rootPublicKey (hex), wsUrl, caCertPem, mediaHost, accounts,
- *                                             online, pairing }
+ *                                             online, pairing, linkCodes (companions waiting for a phone code) }
  *   GET  /accounts                        → 200 [{ phoneNumber, jid, lid, pushName }]
  *   POST /accounts { phoneNumber, pushName } → 201 account | 400 | 409
  *   GET  /accounts/:phoneNumber           → 200 account | 404            (extra)
@@ -23,6 +23,8 @@
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
+ *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
+ *                                           loses its connection without a word, as in a network drop
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
  *        the recipient` (the `to` account blocked this phone)
  *   POST /accounts/:phoneNumber/calls { to, isVideo? } → 201 call — that phone calls `to` (an `<offer>` to its online
@@ -370,6 +372,7 @@ export function createAdminHandler(
       accounts: accounts.count(),
       online: ctx.delivery.onlineCount,
       pairing: ctx.pairing.waitingCount,
+      linkCodes: ctx.linkCodes.waitingCount,
     }),
   );
 
@@ -541,6 +544,9 @@ export function createAdminHandler(
     ctx.delivery.withholdOfflineMarker = body.withhold;
     noContent(res);
   });
+
+  // Every client waiting to be linked loses its connection without a word, as in a network drop.
+  on('POST', '/faults/drop-unlinked', (_req, res) => send(res, 200, { dropped: ctx.pairing.dropWaiting() }));
 
   on('POST', '/accounts/:phoneNumber/messages/:id/expire-media', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);

@@ -155,6 +155,13 @@ export class Pairing {
     for (const ref of pending.refs) this.byRef.delete(ref);
   }
 
+  /** Closes the connection of every client waiting to be linked, as a network drop would. @returns how many. */
+  dropWaiting(): number {
+    const waiting = [...this.byConn.values()].filter((p) => p.state === 'waiting');
+    for (const p of waiting) p.conn.close();
+    return waiting.length;
+  }
+
   /** Whether any client is currently waiting to be scanned (for health output). */
   get waitingCount(): number {
     return this.byConn.size;
