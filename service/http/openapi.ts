@@ -45,7 +45,7 @@ const ERRORS = {
 export const ROUTE_SUMMARIES: Record<string, string> = {
   'GET /api': 'Health (no authentication)',
   'GET /api/openapi.json': 'This OpenAPI document (no authentication)',
-  'GET /api/connections': 'List your connections (excludes stopped ones)',
+  'GET /api/connections': 'List your connections (excludes deleted ones unless include=deleted)',
   'POST /api/connections': 'Create a connection',
   'POST /api/connections/get-or-create': 'Reuse a connection waiting for a scan, or create one',
   'GET /api/connections/:id': 'Get a connection',

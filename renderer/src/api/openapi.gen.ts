@@ -731,10 +731,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your connections (excludes stopped ones) */
+        /**
+         * List your connections (excludes deleted ones unless include=deleted)
+         * @description The caller’s connections, oldest first. Deleted ones (status `stopped`) are excluded as the spec says, unless `include=deleted` (an addition) asks for them too.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Addition: `deleted` also lists deleted connections (status `stopped`), read-only records */
+                    include?: "deleted";
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -764,6 +770,20 @@ export interface paths {
                             userId: string;
                             workerId: string;
                         }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
                     };
                 };
                 /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
@@ -1786,6 +1806,10 @@ export interface paths {
                                     filename: string | null;
                                     mimetype: string;
                                     size: number | null;
+                                    /**
+                                     * Format: uri
+                                     * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                     */
                                     url: string;
                                 } | null;
                                 /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -2446,6 +2470,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3806,6 +3834,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3968,6 +4000,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4129,6 +4165,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4645,6 +4685,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4958,6 +5002,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5149,6 +5197,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5341,6 +5393,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5526,6 +5582,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5718,6 +5778,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5910,6 +5974,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6096,6 +6164,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6287,6 +6359,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6473,6 +6549,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6665,6 +6745,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -7632,6 +7716,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */

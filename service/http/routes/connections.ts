@@ -71,6 +71,11 @@ const QrQuery = Type.Object(
   { format: Type.Optional(Type.Union([Type.Literal('png'), Type.Literal('text')], { default: 'png' })) },
   { additionalProperties: false },
 );
+const ListQuery = Type.Object({
+  include: Type.Optional(
+    Type.Literal('deleted', { description: 'Addition: `deleted` also lists deleted connections (status `stopped`), read-only records' }),
+  ),
+});
 const ProfileSchema = Type.Object({ id: Type.String(), pushName: Type.String() });
 const PairingCodeBody = Type.Object(
   {
@@ -115,8 +120,17 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     return reread(row.id);
   }
 
-  api.get('/connections', { schema: { response: { 200: Type.Array(ConnectionSchema) } } }, async (request) =>
-    store.connections.listByUser(request.user.id).map(present),
+  api.get(
+    '/connections',
+    {
+      schema: {
+        description:
+          'The caller’s connections, oldest first. Deleted ones (status `stopped`) are excluded as the spec says, unless `include=deleted` (an addition) asks for them too.',
+        querystring: ListQuery,
+        response: { 200: Type.Array(ConnectionSchema) },
+      },
+    },
+    async (request) => store.connections.listByUser(request.user.id, { includeStopped: request.query.include === 'deleted' }).map(present),
   );
 
   api.post(
