@@ -20,6 +20,10 @@
  * message is committed. Documented in the README. A failed commit (db/store.ts `onCommitFailure`) drops the held
  * frames and closes the socket without acknowledging; the session reconnects once storage works again.
  *
+ * Linking: a new socket shows QR codes (`scan_qr`); instead of a scan, a phone code can be asked for
+ * (`requestPairingCode`, pairing.ts), announced again on each new socket of the pairing. Linked means `creds.account`
+ * is set (`isLinked`), not `creds.me` alone.
+ *
  * What the other parts of the session do with a socket is theirs: the lifecycle calls its `LifecycleHooks` when a
  * socket is made, opens, emits events and goes away.
  */
@@ -41,6 +45,7 @@ import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import { baileysLogger } from './baileys-logger.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
+import { forgetUnfinishedPairing, isLinked, linkedMe, PhoneCodePairing } from './pairing.ts';
 import type { OwnIdentity } from './session-contacts.ts';
 
 const MAX_QR_CYCLES = 5;
@@ -94,6 +99,8 @@ export interface LifecycleHooks {
   opened(sock: WASocket): void;
   /** The current socket is gone (closed, stopped, or dropped after a failed commit); `release`: let held frames leave (logout). */
   detached(release: boolean): void;
+  /** The auth state was wiped (logout): what belonged to the account goes too (the next one linked here differs). */
+  unlinked(): void;
   /** Group metadata for Baileys' `cachedGroupMetadata`. */
   cachedGroupMetadata(jid: string): GroupMetadata | undefined;
 }
@@ -130,6 +137,8 @@ export class SessionLifecycle {
   #gate: FrameGate | undefined;
   readonly #log: Logger;
   readonly #hooks: LifecycleHooks;
+  /** Linking by phone code instead of a QR scan (pairing.ts). */
+  readonly #phoneCode: PhoneCodePairing;
 
   constructor(
     connection: ConnectionRow,
@@ -142,6 +151,7 @@ export class SessionLifecycle {
     this.#status = connection.status;
     this.#log = log;
     this.#hooks = hooks;
+    this.#phoneCode = new PhoneCodePairing(log);
     this.#opened = this.#newOpened();
   }
 
@@ -185,6 +195,22 @@ export class SessionLifecycle {
     return this.#status === 'scan_qr' ? this.#qr : undefined;
   }
 
+  /** Whether the session shows QR codes and waits to be linked (status `scan_qr` with a socket). */
+  get awaitingLink(): boolean {
+    return this.#status === 'scan_qr' && this.#sock !== undefined;
+  }
+
+  /**
+   * Asks for a phone code to link with instead of the QR (pairing.ts `PhoneCodePairing.request`); `digits`: E.164
+   * without `+`. @returns the code as shown, `ABCD-EFGH`. @throws Error when not `awaitingLink`, or what Baileys'
+   * send throws (the socket closed meanwhile).
+   */
+  async requestPairingCode(digits: string): Promise<string> {
+    const sock = this.#status === 'scan_qr' ? this.#sock : undefined;
+    if (!sock) throw new Error('connection is not waiting to be linked');
+    return this.#phoneCode.request(sock, digits);
+  }
+
   /** The live socket of an open session; undefined otherwise. */
   get socket(): WASocket | undefined {
     return this.#status === 'online' || this.#status === 'connected' ? this.#sock : undefined;
@@ -192,7 +218,7 @@ export class SessionLifecycle {
 
   /** Own identity from the live creds (sock.user is a stale snapshot in rc14, brief A9). */
   get me(): OwnIdentity | undefined {
-    const me = this.#auth?.creds.me;
+    const me = linkedMe(this.#auth?.creds);
     if (!me?.id) return undefined;
     return { jid: jidNormalizedUser(me.id), lid: me.lid ? jidNormalizedUser(me.lid) : null, name: me.name ?? '' };
   }
@@ -206,7 +232,7 @@ export class SessionLifecycle {
   start(): void {
     this.#stopped = false;
     this.#unsubscribeCommitFailure ??= this.d.store.onCommitFailure((err) => this.#onCommitFailure(err));
-    const linked = !!loadAuthState(this.d.store.authState, this.connectionId).creds.me;
+    const linked = isLinked(loadAuthState(this.d.store.authState, this.connectionId).creds);
     // A new connection is already `starting` in the database: announce it anyway, with no previous status.
     this.#setStatus('starting', linked ? 'resuming linked session' : 'new session', { announce: true });
     this.#connect();
@@ -229,7 +255,7 @@ export class SessionLifecycle {
     // a logout's frames must, and the history no longer matters then.
     this.#hooks.detached(!!opts.logout);
     if (sock) {
-      if (opts.logout && this.#auth?.creds.me) {
+      if (opts.logout && isLinked(this.#auth?.creds)) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
       }
       sock.end(undefined);
@@ -248,6 +274,7 @@ export class SessionLifecycle {
   #clearAuthState(): void {
     this.d.store.commitPending();
     this.d.store.authState.clear(this.connectionId);
+    this.#hooks.unlinked();
   }
 
   #connect(): void {
@@ -257,6 +284,7 @@ export class SessionLifecycle {
     // Signal key writes join the group commit, coalesced: written once, right before the batch that holds the
     // messages they decrypted commits; frames (the receipts) leave only after that commit.
     const auth = loadAuthState(store.authState, this.connectionId, { deferWrites: (flush) => store.beforeCommit(flush) });
+    if (forgetUnfinishedPairing(auth.creds)) auth.saveCreds(); // a phone code asked for on an earlier socket (pairing.ts)
     this.#auth = auth;
     this.#pendingDone = false;
     this.#socketOpen = false;
@@ -285,6 +313,7 @@ export class SessionLifecycle {
       },
     });
     this.#sock = sock;
+    this.#phoneCode.attach(sock, auth.creds);
     clearTimeout(this.#connectTimer);
     const connectTimeoutMs = this.d.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     this.#connectTimer = setTimeout(() => {
@@ -476,7 +505,7 @@ export class SessionLifecycle {
     clearTimeout(this.#onlineFallbackTimer);
     const code = (error as Boom | undefined)?.output?.statusCode;
     const message = error?.message ?? 'connection closed';
-    const linked = !!this.#auth?.creds.me;
+    const linked = isLinked(this.#auth?.creds);
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
     this.#hooks.detached(false);

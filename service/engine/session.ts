@@ -98,6 +98,7 @@ export class Session {
         this.#ingest.dropHistoryHolds(release);
         this.#acks.settleAll('closed');
       },
+      unlinked: () => this.#groups.cache.clear(), // the next account linked here may be in other groups
       cachedGroupMetadata: (jid) => this.#groups.cache.get(jid),
     });
     const me = () => this.#lifecycle.me;
@@ -154,6 +155,16 @@ export class Session {
   /** Own identity from the live creds (sock.user is a stale snapshot in rc14, brief A9). */
   get me(): OwnIdentity | undefined {
     return this.#lifecycle.me;
+  }
+
+  /** Whether the session shows QR codes and waits to be linked (status `scan_qr`). */
+  get awaitingLink(): boolean {
+    return this.#lifecycle.awaitingLink;
+  }
+
+  /** Asks for a phone code to link with instead of the QR (pairing.ts); `digits`: E.164 without `+`. @returns `ABCD-EFGH`. */
+  requestPairingCode(digits: string): Promise<string> {
+    return this.#lifecycle.requestPairingCode(digits);
   }
 
   /** Whether the session has a live socket (`connected` or `online`): the actions below can reach WhatsApp. */
@@ -215,7 +226,7 @@ export class Session {
 
   /**
    * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
-   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
+   * metadata query) and kept current from `w:gp2` notifications (groups.ts); stored, so it survives a restart.
    */
   get groups(): GroupCache {
     return this.#groups.cache;
@@ -328,11 +339,6 @@ export class Session {
   /** The account's block list as the server gives it (PN or LID JIDs). */
   async blocklist(): Promise<Array<string | undefined>> {
     return this.#live().fetchBlocklist();
-  }
-
-  /** A group's metadata asked from the server now, neither cached nor stored (see `groupMetadata` for that). */
-  async fetchGroupMetadata(jid: string): Promise<GroupMetadata> {
-    return this.#live().groupMetadata(jid);
   }
 
   /** Every group the account is in, asked from the server (the answer also refills the cache via `groups.update`). */
