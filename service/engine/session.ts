@@ -39,6 +39,7 @@ import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import { messageIdOf, newMessageRecord, type Message, type StoredMessage } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import {
@@ -87,6 +88,8 @@ const HISTORY_HOLD_MAX_MS = 20_000;
 
 export interface SessionDeps {
   store: Store;
+  /** The event log every change of the session is appended to. */
+  events: EventLog;
   logger: Logger;
   waUrl?: string;
   /** Level for Baileys' own logger (it is chatty; default `warn`). */
@@ -185,6 +188,7 @@ export class Session {
     this.userId = connection.userId;
     this.calls = new CallBook({
       store: deps.store,
+      events: deps.events,
       logger: deps.logger,
       connectionId: connection.id,
       userId: connection.userId,
@@ -389,7 +393,7 @@ export class Session {
     try {
       store.tx(() => {
         store.connections.setStatus(this.connectionId, status, reason);
-        store.appendEvent(this.userId, this.connectionId, 'session.status', { status, previous, reason });
+        this.deps.events.append(this.userId, this.connectionId, 'session.status', { status, previous, reason });
       });
     } catch (err) {
       stored = false;
@@ -794,7 +798,7 @@ export class Session {
     const timestamp = timestampMs ? Math.floor(timestampMs / 1000) : timestampOf(msg);
     const updated = store.messages.vote(this.connectionId, poll.id, voter, selected, timestamp);
     if (!updated) return;
-    store.appendEvent(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
+    this.deps.events.append(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
   }
 
   /** A stored poll of a chat by key id (whichever side created it), with its record and secret. */
@@ -825,7 +829,7 @@ export class Session {
       if (target.kind === 'revoked') return target;
       if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
         const fromMe = senderJid === this.me?.jid;
-        store.appendEvent(this.userId, this.connectionId, 'message.reaction', {
+        this.deps.events.append(this.userId, this.connectionId, 'message.reaction', {
           id: target.id,
           chatId,
           from: senderJid,
@@ -853,7 +857,7 @@ export class Session {
       }
       if (target.text !== text) {
         store.messages.edit(this.connectionId, target.id, text, editedAt);
-        store.appendEvent(this.userId, this.connectionId, 'message.edited', {
+        this.deps.events.append(this.userId, this.connectionId, 'message.edited', {
           id: target.id,
           chatId,
           from: target.senderJid,
@@ -880,7 +884,7 @@ export class Session {
     const bySender = target.fromMe === by.fromMe && (by.fromMe || target.senderJid === by.senderJid);
     if (!bySender && !chatId.endsWith('@g.us')) return undefined;
     store.messages.revoke(this.connectionId, target.id);
-    store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
+    this.deps.events.append(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
     const filename = target.media && mediaFileNameOf(target.media);
     if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
     return store.messages.get(this.connectionId, target.id);
@@ -951,7 +955,7 @@ export class Session {
       const by = delta.author ? toPnJid(delta.author, delta.authorPn, ctx) : null;
       store.tx(() => {
         if (delta.subject) store.chats.upsertMeta(this.connectionId, { id: delta.id!, name: delta.subject, isGroup: true });
-        store.appendEvent(this.userId, this.connectionId, 'group.update', {
+        this.deps.events.append(this.userId, this.connectionId, 'group.update', {
           groupId: delta.id,
           ...(delta.subject !== undefined && { subject: delta.subject }),
           ...('desc' in delta && { description: delta.desc ?? null }),
@@ -976,7 +980,7 @@ export class Session {
       );
     }
     if (u.action === 'modify') return;
-    this.deps.store.appendEvent(this.userId, this.connectionId, 'group.participants', {
+    this.deps.events.append(this.userId, this.connectionId, 'group.participants', {
       groupId: u.id,
       action: u.action,
       participants: jids,
@@ -988,7 +992,7 @@ export class Session {
     const ctx = this.modelContext();
     const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
     for (const [participant, presence] of Object.entries(p.presences)) {
-      this.deps.store.appendEvent(this.userId, this.connectionId, 'presence.update', {
+      this.deps.events.append(this.userId, this.connectionId, 'presence.update', {
         chatId,
         participant: toPnJid(participant, null, ctx),
         presence: presence.lastKnownPresence,
@@ -1075,7 +1079,7 @@ export class Session {
     const replaced = before?.kind === 'undecryptable';
     store.messages.upsert(this.connectionId, m, { existed: !isNew });
     if (m.kind === 'undecryptable') {
-      store.appendEvent(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.me?.jid));
+      this.deps.events.append(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.me?.jid));
     } else if (isNew || replaced) {
       // Status posts are not chat messages of the status@broadcast "chat": no unread, hidden from GET /chats.
       const unreadDelta = m.fromMe || m.chatId === STATUS_JID ? 0 : 1;
@@ -1083,11 +1087,11 @@ export class Session {
       if (!m.fromMe && m.senderPushName) {
         this.#upsertContact({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
-      store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
+      this.deps.events.append(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
     }
     const after = isNew ? newMessageRecord(m) : store.messages.get(this.connectionId, m.id)!;
     if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
-      store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
+      this.deps.events.append(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
     }
     return { message: after, isNew, replaced };
   }
@@ -1106,7 +1110,7 @@ export class Session {
         const chatId = chatIdOf(key, ctx);
         const id = messageIdOf(true, chatId, key.id);
         if (store.messages.setAck(this.connectionId, id, update.status)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
+          this.deps.events.append(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
         }
       }
     });
@@ -1164,7 +1168,7 @@ export class Session {
       if (!message?.fromMe) return;
       store.tx(() => {
         if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', {
+          this.deps.events.append(this.userId, this.connectionId, 'message.ack', {
             id: message.id,
             chatId: message.chatId,
             ack: proto.WebMessageInfo.Status.SERVER_ACK,

@@ -153,18 +153,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     { schema: { params: ConnectionParams, response: { 200: SuccessSchema } } },
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      try {
-        await engine.stop(c.id, { logout: true });
-      } catch (err) {
-        // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
-        request.log.warn({ err, connectionId: c.id }, 'logout during delete failed; deleting anyway');
-      }
-      store.tx(() => {
-        const previous = store.connections.get(c.id)!.status;
-        if (previous === 'stopped') return;
-        store.connections.setStatus(c.id, 'stopped', 'deleted');
-        store.appendEvent(c.userId, c.id, 'session.status', { status: 'stopped', previous, reason: 'deleted' });
-      });
+      await engine.remove(c.id);
       return { success: true as const };
     },
   );
