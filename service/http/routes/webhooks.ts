@@ -14,9 +14,8 @@ import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
 import { TEST_EVENT } from '../../webhooks/outbox.ts';
 import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Event types a webhook can subscribe to today; `*` subscribes to all (including future ones). */
@@ -162,7 +161,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
     '/connections/:id/webhooks',
     { schema: { params: ConnectionParams, response: { 200: Type.Array(WebhookSchema) } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return store.webhooks.listByConnection(c.id).map(toWebhook);
     },
   );
@@ -171,7 +170,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
     '/connections/:id/webhooks',
     { schema: { params: ConnectionParams, body: CreateBody, response: { 201: WebhookSchema } } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       checkEvents(request.body.events);
       const url = await checkUrl(request.body.url);
       const row = store.webhooks.insert({
