@@ -15,6 +15,7 @@ import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo } from './deliveries.ts';
 import { eventsRepo } from './events.ts';
+import { MediaUrls } from './media-url.ts';
 import { messagesRepo } from './messages.ts';
 import { searchIndex } from './search.ts';
 import { tokensRepo } from './tokens.ts';
@@ -74,6 +75,7 @@ export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
 export function createStore(db: Db, opts: StoreOptions = {}) {
   const webhooks = webhooksRepo(db);
   const search = searchIndex(db);
+  const mediaUrls = new MediaUrls();
   const observers: TransactionObserver[] = [];
   let storage: StorageState = { state: 'ok' };
   const failureListeners = new Set<(err: Error) => void>();
@@ -299,7 +301,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     authState: authStateRepo(db),
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
-    messages: messagesRepo(db, search),
+    messages: messagesRepo(db, search, mediaUrls),
+    /** The public API base URL that Messages' `media.url` is built from (media-url.ts); set by startService. */
+    mediaUrls,
     /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
     search,
     billing: billingRepo(db),
