@@ -48,7 +48,7 @@ function storageUnavailable(): ServiceError {
 const toPnJidOf = (jid: string, ctx: ReturnType<Session['modelContext']>) => (jid ? toPnJid(jid, null, ctx) : jid);
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
-  const { store, logger } = opts;
+  const { store, events, logger } = opts;
   const outbound = opts.outbound ?? new OutboundPolicy({ allowLan: false });
   if (opts.waRootPublicKey) WA_CERT_DETAILS.PUBLIC_KEY = Buffer.from(opts.waRootPublicKey);
   const sessions = new Map<string, Session>();
@@ -78,6 +78,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     if (sessions.has(connectionId)) return;
     const session = new Session(conn, {
       store,
+      events,
       logger: logger.child({ component: 'engine' }),
       waUrl: opts.waUrl,
       baileysLogLevel,
@@ -361,6 +362,20 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       start(connectionId);
     },
     stop,
+    async remove(connectionId) {
+      try {
+        await stop(connectionId, { logout: true });
+      } catch (err) {
+        // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
+        logger.warn({ err, connectionId }, 'logout during delete failed; deleting anyway');
+      }
+      store.tx(() => {
+        const row = store.connections.get(connectionId);
+        if (!row || row.status === 'stopped') return;
+        store.connections.setStatus(connectionId, 'stopped', 'deleted');
+        events.append(row.userId, connectionId, 'session.status', { status: 'stopped', previous: row.status, reason: 'deleted' });
+      });
+    },
     currentQr: (connectionId) => sessions.get(connectionId)?.qr,
     async requestPairingCode(connectionId, phoneNumber) {
       const digits = numberDigits(phoneNumber);

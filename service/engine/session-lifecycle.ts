@@ -41,6 +41,7 @@ import makeWASocket, {
 import type { Logger } from 'pino';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import { baileysLogger } from './baileys-logger.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
@@ -72,6 +73,8 @@ export const ONLINE_FALLBACK_MS = 20_000;
 /** How a session connects (a part of `SessionDeps`, session.ts). */
 export interface LifecycleOptions {
   store: Store;
+  /** The event log every change of the session is appended to (events/log.ts). */
+  events: EventLog;
   logger: Logger;
   waUrl?: string;
   /** Level for Baileys' own logger (it is chatty; default `warn`). */
@@ -361,7 +364,7 @@ export class SessionLifecycle {
     try {
       store.tx(() => {
         store.connections.setStatus(this.connectionId, status, reason);
-        store.appendEvent(this.userId, this.connectionId, 'session.status', { status, previous, reason });
+        this.d.events.append(this.userId, this.connectionId, 'session.status', { status, previous, reason });
       });
     } catch (err) {
       stored = false;

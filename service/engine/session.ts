@@ -105,9 +105,10 @@ export class Session {
     const socket = () => this.#lifecycle.socket;
     this.#contacts = new SessionContacts(store, connectionId, me);
     this.#media = new SessionMedia({ store, media: deps.media, connectionId, log, dispatcher: deps.mediaDispatcher, socket });
-    this.#acks = new ServerAcks({ store, connectionId, userId, log });
+    this.#acks = new ServerAcks({ store, events: deps.events, connectionId, userId, log });
     this.#groups = new SessionGroups({
       store,
+      events: deps.events,
       connectionId,
       userId,
       log,
@@ -117,6 +118,7 @@ export class Session {
     });
     this.#ingest = new SessionIngest({
       store,
+      events: deps.events,
       connectionId,
       userId,
       log,
@@ -128,7 +130,7 @@ export class Session {
       gate: () => this.#lifecycle.gate,
       historyDone: () => this.#lifecycle.historyDone(),
     });
-    this.calls = new CallBook({ store, logger: deps.logger, connectionId, userId, toPn: (jid) => this.#contacts.toPn(jid) });
+    this.calls = new CallBook({ store, events: deps.events, logger: deps.logger, connectionId, userId, toPn: (jid) => this.#contacts.toPn(jid) });
   }
 
   // ---- lifecycle ---------------------------------------------------------------------------------------
