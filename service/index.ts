@@ -168,6 +168,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // One outbound URL policy for webhooks and send-* `url` fetches (net/outbound.ts).
     const policy = new OutboundPolicy({
       allowLan: config.allowLanWebhooks === true,
+      // Sandbox mode is a test mode: webhook receivers on this machine need no switch (send-* url stays strict).
+      allowLoopbackWebhooks: config.sandbox,
       allowLanSetting: () => store.webhooks.allowLanSetting(),
       ...(opts.resolve && { resolve: opts.resolve }),
     });

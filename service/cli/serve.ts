@@ -38,7 +38,8 @@ Options:
   --online-fallback-ms MS  A logged-in connection goes online this long after login even without the server's
                            offline-delivered marker (default 20000; env SWITCHBOARD_ONLINE_FALLBACK_MS)
   --allow-lan-webhooks     Let webhooks (also http://) and send-* url fetches reach loopback/private/ULA/CGNAT
-                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
+                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting);
+                           in sandbox mode webhooks may reach loopback without it
   --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
                            (default 0,5000,300000,1800000,7200000, each x U(0.8,1.2); env SWITCHBOARD_WEBHOOK_RETRY_DELAYS)
   --event-retention-days N Days the event log keeps events (default 7; env SWITCHBOARD_EVENT_RETENTION_DAYS)

@@ -17,6 +17,7 @@ import type {
   Health,
   Message,
   MessagePage,
+  PairingCode,
   Profile,
   SearchPage,
   SlotChange,
@@ -111,7 +112,9 @@ export class ApiClient {
   health = () => this.request<Health>('GET', '/');
 
   // Connections
-  listConnections = () => this.request<Connection[]>('GET', '/connections');
+  /** The caller's connections; `includeDeleted` adds the deleted ones (status `stopped`, `?include=deleted`). */
+  listConnections = (opts: { includeDeleted?: boolean } = {}) =>
+    this.request<Connection[]>('GET', opts.includeDeleted ? '/connections?include=deleted' : '/connections');
   getConnection = (id: string) => this.request<Connection>('GET', `/connections/${enc(id)}`);
   createConnection = (name?: string) => this.request<Connection>('POST', '/connections', name ? { name } : {});
   getOrCreateConnection = (name?: string) =>
@@ -120,6 +123,9 @@ export class ApiClient {
   restartConnection = (id: string) => this.request<Connection>('POST', `/connections/${enc(id)}/restart`);
   deleteConnection = (id: string) => this.request<{ success: true }>('DELETE', `/connections/${enc(id)}`);
   qr = (id: string) => this.request<{ value: string }>('GET', `/connections/${enc(id)}/qr`);
+  /** A code to type on the phone of `phoneNumber` instead of scanning the QR (status `scan_qr` only). */
+  pairingCode = (id: string, phoneNumber: string) =>
+    this.request<PairingCode>('POST', `/connections/${enc(id)}/pairing-code`, { phoneNumber });
   me = (id: string) => this.request<Profile>('GET', `/connections/${enc(id)}/me`);
 
   // Chats and messages
