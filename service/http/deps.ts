@@ -1,5 +1,6 @@
 /** What the HTTP layer needs from the rest of the service; passed to every route plugin as its options. */
 import type { Billing } from '../billing/billing.ts';
+import type { MachineSettings } from '../config/machine-settings.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
@@ -30,4 +31,8 @@ export interface ApiDeps {
   billing?: Billing;
   /** Webhook URL policy and dispatcher; without it webhooks accept only public https:// URLs and wait for the poll. */
   webhooks?: WebhookDeps;
+  /** The machine's settings (the `/settings` routes, registered only when present). */
+  settings?: MachineSettings;
+  /** Set when the configured port was taken and the API listens on another one (health `portFallback`). */
+  portFallback?: () => { requested: number; port: number; message: string } | undefined;
 }

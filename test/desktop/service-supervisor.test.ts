@@ -24,6 +24,7 @@ function forkHost(env: Record<string, string>): HostProcess {
       SWITCHBOARD_SANDBOX: '1',
       SWITCHBOARD_DATA_DIR: dataDir,
       SWITCHBOARD_LOG_LEVEL: 'warn',
+      SWITCHBOARD_PORT: '0', // not the desktop's 7575: tests run side by side
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
