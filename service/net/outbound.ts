@@ -6,7 +6,7 @@
  * - Schemes: webhooks `https://`, `http://` only with LAN access allowed; media `https://` only (outgoing.ts).
  * - Addresses: the host is resolved first (every address of the answer is checked). Loopback, private (RFC 1918),
  *   CGNAT (100.64/10) and ULA (fc00::/7) targets, and `localhost` / `*.localhost`, need LAN access allowed (the
- *   operator switch `allowLanWebhooks`: flag, env or setting). Link-local (169.254/16, fe80::/10), cloud metadata
+ *   operator switch `allowLanWebhooks`: flag, env or settings.json, docs/settings.md). Link-local (169.254/16, fe80::/10), cloud metadata
  *   (169.254.169.254, fd00:ec2::254, 100.100.100.200, 192.0.0.192), unspecified, multicast, broadcast, reserved
  *   and documentation ranges, IPv4-compatible IPv6 (`::a.b.c.d`), 6to4, Teredo and the service's own port are
  *   always refused. Every spelling is covered: the WHATWG URL parser turns decimal, octal, hex and short IPv4
@@ -102,9 +102,9 @@ function describe(range: string): string {
 }
 
 export interface OutboundPolicyOptions {
-  /** Operator switch from flags/env (`allowLanWebhooks`); the `settings` table can also turn it on. */
+  /** A fixed LAN switch (tests, embedders); the service passes false and reads its settings through `allowLanSetting`. */
   allowLan: boolean;
-  /** Reads the `settings` value of `allowLanWebhooks` (checked on every use). */
+  /** Reads the current `allowLanWebhooks` (checked on every use, so a change from the settings API applies at once). */
   allowLanSetting?: () => boolean;
   /** The service's own listen port, once known. */
   ownPort?: number;
