@@ -32,7 +32,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const service = await startService(config, { logger, settingsSources: { flags, env: process.env } });
   process.stdout.write(`API: ${service.apiUrl}\n`);
   if (service.sandboxUrl) process.stdout.write(`Sandbox: ${service.sandboxUrl}\n`);
-  logger.info({ apiUrl: service.apiUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir }, 'switchboard ready');
+  logger.info(
+    { apiUrl: service.apiUrl, publicUrl: service.publicUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir },
+    'switchboard ready',
+  );
 
   const signal = await stopRequested;
   logger.info({ signal }, 'shutting down');

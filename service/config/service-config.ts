@@ -69,6 +69,12 @@ export interface ServiceConfig {
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
   maxLargeUploadsPerUser?: number;
+  /**
+   * The API's public base URL (`--public-url`, e.g. `https://wa.example.com/api`, no trailing `/`): Messages'
+   * `media.url` is built from it, and its host and origin are accepted like the loopback ones. Absent: the URL
+   * printed on the `API:` line.
+   */
+  publicUrl?: string;
 }
 
 export const DEFAULT_MIN_FREE_MB = 100;
@@ -143,6 +149,7 @@ export interface ConfigFlags {
   minFreeMb?: string;
   maxStreamsPerUser?: string;
   maxLargeUploadsPerUser?: string;
+  publicUrl?: string;
 }
 
 
@@ -348,6 +355,20 @@ function parseRate(s: Setting | undefined): { max: number; windowMs: number } {
   return { max: Number(m[1]), windowMs };
 }
 
+/** An absolute http(s) URL without credentials, query or fragment; returned without trailing slashes. */
+function parsePublicUrl(s: Setting | undefined): string | undefined {
+  if (!s) return undefined;
+  const expected = 'expected the API\'s public base URL: http:// or https://, no query, fragment or credentials (e.g. https://wa.example.com/api)';
+  let url: URL;
+  try {
+    url = new URL(s.value.trim());
+  } catch {
+    throw invalid(s, expected);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.username || url.password || /[?#]/.test(s.value)) throw invalid(s, expected);
+  return url.href.replace(/\/+$/, '');
+}
+
 function parseList(s: Setting | undefined): string[] {
   return s ? s.value.split(',').map((v) => v.trim()).filter((v) => v !== '') : [];
 }
@@ -462,6 +483,7 @@ export function resolveServiceConfig(
       `${waUrlSetting!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
     );
   }
+  const publicUrl = parsePublicUrl(setting(src, 'publicUrl'));
   return {
     host: setting(src, 'host')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(src, 'port'), DEFAULT_PORT),
@@ -475,6 +497,7 @@ export function resolveServiceConfig(
     workerId: parseName(setting(src, 'workerId'), 'local'),
     typingDelayMs: parseDelayRange(setting(src, 'typingDelayMs')),
     minFreeMb: parseCount(setting(src, 'minFreeMb'), DEFAULT_MIN_FREE_MB),
+    ...(publicUrl && { publicUrl }),
     ...webhookSettings(src),
     ...messageSettings(src),
     ...securityFrom(src),

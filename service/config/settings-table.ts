@@ -83,6 +83,18 @@ export const SETTINGS = [
     schema: Type.Integer({ minimum: 0, maximum: 65535, description: 'API port; 0 picks a free one at every start' }),
   },
   {
+    name: 'publicUrl',
+    flag: 'public-url',
+    env: 'SWITCHBOARD_PUBLIC_URL',
+    kind: 'string',
+    arg: 'URL',
+    default: 'the URL on the API: line',
+    description:
+      "The API's address as clients reach it (a LAN address, a reverse proxy), e.g. https://wa.example.com/api: media " +
+      'URLs are built from it and its host is accepted.',
+    group: 'service',
+  },
+  {
     name: 'dataDir',
     flag: 'data-dir',
     env: 'SWITCHBOARD_DATA_DIR',

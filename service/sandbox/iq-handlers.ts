@@ -4,7 +4,7 @@
  *
  * Owns: prekey count/upload/digest/rotate and key-bundle fetches (`xmlns="encrypt"`), passive, ping,
  * abt props, blocklist, privacy (settings and tokens), app-state sync echo, media_conn, profile picture
- * (404), dirty bits, companion removal on logout; usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`.
+ * (404), dirty bits, companion removal on logout, linking by phone code (`link-code.ts`); usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`.
  */
 import { getBinaryNodeChild, getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
 import type { SandboxContext } from './context.ts';
@@ -77,6 +77,7 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       return conn.replyError(iq, '404', 'item-not-found');
     case 'md':
       if (child === 'remove-companion-device' && first) return removeCompanion(ctx, conn, iq, first);
+      if (child === 'link_code_companion_reg' && first) return ctx.linkCodes.onIq(conn, iq, first);
       return conn.reply(iq);
     default:
       return conn.reply(iq);

@@ -740,10 +740,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your connections (excludes stopped ones) */
+        /**
+         * List your connections (excludes deleted ones unless include=deleted)
+         * @description The caller’s connections, oldest first. Deleted ones (status `stopped`) are excluded as the spec says, unless `include=deleted` (an addition) asks for them too.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Addition: `deleted` also lists deleted connections (status `stopped`), read-only records */
+                    include?: "deleted";
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -773,6 +779,20 @@ export interface paths {
                             userId: string;
                             workerId: string;
                         }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
                     };
                 };
                 /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
@@ -1795,6 +1815,10 @@ export interface paths {
                                     filename: string | null;
                                     mimetype: string;
                                     size: number | null;
+                                    /**
+                                     * Format: uri
+                                     * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                     */
                                     url: string;
                                 } | null;
                                 /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -2455,6 +2479,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3815,6 +3843,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -3977,6 +4009,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4138,6 +4174,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4350,6 +4390,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/pairing-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Code to link the connection by typing it on the phone instead of scanning the QR */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The phone number of the WhatsApp account to link: international (`+15550100`) or a user JID */
+                        phoneNumber: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Type it on the phone: WhatsApp → Linked devices → Link a device → Link with phone number instead */
+                            code: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/qr": {
         parameters: {
             query?: never;
@@ -4536,6 +4694,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4849,6 +5011,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5040,6 +5206,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5232,6 +5402,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5417,6 +5591,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5609,6 +5787,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5801,6 +5983,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5987,6 +6173,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6178,6 +6368,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6364,6 +6558,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6556,6 +6754,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -7523,6 +7725,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
