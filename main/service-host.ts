@@ -94,9 +94,10 @@ async function main(): Promise<void> {
     const pinned = process.env[PINNED_PORT_VARIABLE];
     delete process.env[PINNED_PORT_VARIABLE]; // not a setting: the settings API must not see it
     const config = await loadServiceConfig({}, process.env);
-    service = await startService(pinned ? { ...config, port: Number(pinned) } : config, {
+    service = await startService(config, {
       settingsSources: { flags: {}, env: process.env },
-      portFallback: !pinned,
+      portFallback: true,
+      ...(pinned && { pinnedPort: Number(pinned) }),
       restart: () => channel.send({ type: 'restart-request' }),
     });
     channel.send({ type: 'ready', apiUrl: service.apiUrl, sandbox: config.sandbox });

@@ -80,6 +80,11 @@ export interface StartOptions {
   settingsSources?: { flags: ConfigFlags; env: NodeJS.ProcessEnv };
   /** When the configured port is taken, listen on a free one instead and say so (the desktop app); default off. */
   portFallback?: boolean;
+  /**
+   * Listen on this port instead of the configured one, without fallback: the desktop supervisor keeps a restarted
+   * service on the port its window uses. The settings API then counts a different saved port as waiting for a restart.
+   */
+  pinnedPort?: number;
   /** Restarts this service so saved settings apply (the desktop supervisor); `POST /api/settings/restart` calls it. */
   restart?: () => void;
   /** Opens the OS keychain for the Stripe key the settings store; null: none. Default: the OS keychain. */
@@ -199,6 +204,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       flags: sources.flags,
       env: sources.env,
       allowLanWebhooks: config.allowLanWebhooks === true,
+      ...(opts.pinnedPort !== undefined && { runningPort: opts.pinnedPort }),
       ...(opts.openKeychain !== undefined && { openKeychain: opts.openKeychain }),
       ...(opts.restart && { restart: opts.restart }),
     });
@@ -273,9 +279,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     cleanups.push({ step: 'api', cleanup: () => app.close() });
     let portFallback: PortFallback | undefined;
     try {
-      await app.listen({ host: config.host, port: config.port });
+      await app.listen({ host: config.host, port: opts.pinnedPort ?? config.port });
     } catch (err) {
-      if (!opts.portFallback || config.port === 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      const fallback = opts.portFallback && opts.pinnedPort === undefined && config.port !== 0;
+      if (!fallback || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
       await app.listen({ host: config.host, port: 0 });
       const actual = (app.server.address() as AddressInfo).port;
       portFallback = {

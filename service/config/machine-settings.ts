@@ -75,6 +75,8 @@ export interface MachineSettingsOptions {
   platform?: PlatformInfo;
   /** The value of allowLanWebhooks the service started with. */
   allowLanWebhooks: boolean;
+  /** The port the service was told to keep (the desktop's restart after a crash), when not the configured one. */
+  runningPort?: number;
   /** Opens the OS keychain (rejects when none is usable); null: none on this machine. Default: the OS keychain. */
   openKeychain?: (() => Promise<Keychain>) | null;
   /** Restarts the service so saved settings apply (the desktop supervisor); absent for headless `serve`. */
@@ -106,7 +108,10 @@ export class MachineSettings {
   constructor(opts: MachineSettingsOptions) {
     this.#opts = opts;
     this.#allowLan = opts.allowLanWebhooks;
-    this.#baseline = this.#resolve(this.#readFile()).values;
+    const atStart = this.#resolve(this.#readFile()).values;
+    // A pinned port counts as running unless the configured one is 0 (any free port: a pin is no difference).
+    const pinned = opts.runningPort !== undefined && atStart.port !== 0;
+    this.#baseline = pinned ? { ...atStart, port: opts.runningPort! } : atStart;
   }
 
   get file(): string {

@@ -86,7 +86,9 @@ describe('the desktop service process under its supervisor', { timeout: 60_000 }
     expect(notices.find((n) => n.kind === 'restarted')).toEqual({ kind: 'restarted', apiUrl });
     expect(pids).toHaveLength(2);
 
-    // Same port, same data, same token.
+    // Same port (kept, so nothing waits for a restart: the configured port is 0, any free one), same data, same token.
+    const view = await fetch(`${apiUrl}/settings`, { headers: auth });
+    expect(await view.json()).toMatchObject({ restartRequired: [] });
     const listed = await fetch(`${apiUrl}/connections/${id}`, { headers: auth });
     expect(listed.status).toBe(200);
     expect(((await listed.json()) as { name: string }).name).toBe('desk');

@@ -89,6 +89,15 @@ describe('the settings in the running service', { timeout: 60_000 }, () => {
     expect(await (await fetch(`${service.apiUrl}/`)).json()).not.toHaveProperty('portFallback');
   });
 
+  it('a pinned port (the desktop after a crash) other than the saved one counts as waiting for a restart', async () => {
+    const c = config(7600);
+    fs.writeFileSync(path.join(c.dataDir, 'settings.json'), JSON.stringify({ port: 7600 }));
+    const service = await startService(c, { logger: capturedLogger().logger, pinnedPort: 0, openKeychain: null });
+    running.push(service);
+    const res = await fetch(`${service.apiUrl}/settings`, { headers: { authorization: `Bearer ${service.issueOwnerToken('t')}` } });
+    expect(await res.json()).toMatchObject({ restartRequired: ['port'], settings: { port: { value: 7600, source: 'file' } } });
+  });
+
   it("allowLanWebhooks saved by the owner applies at once to webhook URLs, and the owner's token is the desktop's", async () => {
     const service = await startService(config(0), { logger: capturedLogger().logger, openKeychain: null });
     running.push(service);
