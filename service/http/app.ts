@@ -36,6 +36,7 @@ import { sendRoutes } from './routes/send.ts';
 import { operationRoutes } from './routes/operations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import type { ApiInstance, TypeBoxTypeProvider } from './type-provider.ts';
 import { typeBoxValidatorCompiler } from './validation.ts';
@@ -129,6 +130,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });
+  if (deps.settings) await app.register(settingsRoutes, { ...deps, settings: deps.settings, prefix: API_PREFIX });
   await app.register(streamRoutes, {
     ...deps,
     streams,

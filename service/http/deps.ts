@@ -1,5 +1,6 @@
 /** What the HTTP layer needs from the rest of the service; passed to every route plugin as its options. */
 import type { Billing } from '../billing/billing.ts';
+import type { MachineSettings } from '../config/machine-settings.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
 import type { EventLog } from '../events/log.ts';
@@ -26,4 +27,8 @@ export interface ApiDeps {
   billing?: Billing;
   /** Which URLs webhooks may target (checked at create/update); absent: only public https:// URLs. */
   webhookPolicy?: OutboundPolicy;
+  /** The machine's settings (the `/settings` routes, registered only when present). */
+  settings?: MachineSettings;
+  /** Set when the configured port was taken and the API listens on another one (health `portFallback`). */
+  portFallback?: () => { requested: number; port: number; message: string } | undefined;
 }

@@ -18,6 +18,7 @@ import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
 import { EventLog } from '../../service/events/log.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
+import { MachineSettings, type MachineSettingsOptions } from '../../service/config/machine-settings.ts';
 import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
 import { WebhookOutbox } from '../../service/webhooks/outbox.ts';
@@ -48,6 +49,8 @@ export interface TestApi {
   engine: Engine;
   /** The billing service, when `opts.billing` built one. */
   billing?: Billing;
+  /** The machine's settings behind `/settings` (settings.json in `dataDir`; no OS keychain unless given). */
+  settings: MachineSettings;
   app: ApiInstance;
   /** `http://127.0.0.1:PORT/api` */
   baseUrl: string;
@@ -80,6 +83,8 @@ export interface TestApiOptions {
   billing?: (deps: { store: Store; logger: Logger; origin: () => string }) => Billing;
   /** Status of connections made with `connection()` when none is given; default `scan_qr`. */
   connectionStatus?: ConnectionRow['status'];
+  /** Options of the machine settings (flags/env of "this process", a keychain, a restart hook). */
+  settings?: Partial<Omit<MachineSettingsOptions, 'dataDir'>>;
 }
 
 export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
@@ -107,6 +112,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   });
   let origin = '';
   const billing = opts.billing?.({ store, logger, origin: () => origin });
+  const settings = new MachineSettings({ dataDir, flags: {}, env: {}, allowLanWebhooks: false, openKeychain: null, ...opts.settings });
   const app = await buildApp({
     store,
     engine,
@@ -119,6 +125,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     startedAt: Date.now(),
     ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
     ...(billing && { billing }),
+    settings,
     ...opts.app,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -133,6 +140,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     outbox,
     engine,
     ...(billing && { billing }),
+    settings,
     app,
     baseUrl,
     logs: () => logText,
