@@ -5,7 +5,7 @@
  * search syntax (words, phrase, prefix, exclusion, diacritics, Cyrillic and Japanese), filters, edits and revokes followed,
  * per-user scoping (403, and /search only sees the caller's connections), malformed queries (400);
  * `around=` paging both ways over the whole history; JSONL export equal to the messages API; the HTML transcript
- * rendered by Chromium (screenshot in docs/screenshots/); the ZIP export holding the media with identical bytes.
+ * rendered by Chromium (screenshot in test-results/screenshots/, docs/screenshots/ with UPDATE_SCREENSHOTS=1); the ZIP export holding the media with identical bytes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +24,15 @@ const CAROL = '+15550107';
 const CAROL_JID = '15550107@s.whatsapp.net';
 const HISTORY = 2000;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** A screenshot in test-results/screenshots/, and in docs/screenshots/ with UPDATE_SCREENSHOTS=1. */
+async function shot(page: import('playwright-core').Page, name: string): Promise<void> {
+  const dirs = ['test-results/screenshots', ...(process.env.UPDATE_SCREENSHOTS ? ['docs/screenshots'] : [])];
+  for (const dir of dirs) {
+    fs.mkdirSync(dir, { recursive: true });
+    await page.screenshot({ path: path.join(dir, name) });
+  }
+}
 
 function pngBytes(): Buffer {
   const png = new PNG({ width: 16, height: 16 });
@@ -276,8 +285,7 @@ describe('search, surroundings and export through the sandbox', () => {
       expect(await page.title()).not.toBe('owned');
       expect(await page.locator('main b').count()).toBe(0);
       expect(requests).toEqual([`file://${file}`]);
-      fs.mkdirSync('docs/screenshots', { recursive: true });
-      await page.screenshot({ path: 'docs/screenshots/search-export-html.png', fullPage: false });
+      await shot(page, 'search-export-html.png');
     } finally {
       await browser.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -310,7 +318,7 @@ describe('search, surroundings and export through the sandbox', () => {
         const box = document.querySelector('[data-testid="thread-scroll"]').getBoundingClientRect();
         return el.top >= box.top && el.bottom <= box.bottom;
       })()`);
-      await page.screenshot({ path: 'docs/screenshots/search-jump.png' });
+      await shot(page, 'search-jump.png');
       // newer messages below the hit load on demand
       await page.getByTestId('load-newer').click();
       await page.getByText(`History message 1530 of ${HISTORY}`).waitFor();
