@@ -108,6 +108,8 @@ export interface SessionDeps {
   onlineFallbackMs?: number;
   /** Download status-post media as it arrives (`serve --download-status-media`); otherwise only on request. */
   downloadStatusMedia?: boolean;
+  /** Baileys `contacts.update` batches (profiles.ts drops a cached picture when a contact changes it). */
+  onContactsUpdate?: (session: Session, updates: BaileysEventMap['contacts.update']) => void;
 }
 
 /** The status reason while the store cannot commit (the disk is full or failing). */
@@ -480,6 +482,7 @@ export class Session {
     if (events['messaging-history.status']?.status === 'complete') this.#historyDone();
     if (events['contacts.upsert']) this.#onContacts(events['contacts.upsert']);
     if (events['contacts.update']) this.#onContacts(events['contacts.update']);
+    if (events['contacts.update']) this.deps.onContactsUpdate?.(this, events['contacts.update']);
     if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
     if (events['presence.update']) this.#onPresence(events['presence.update']);

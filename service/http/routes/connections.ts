@@ -1,6 +1,6 @@
 /**
  * Connections (interface-spec §4.1): list, create, get-or-create, read, rename, delete (soft: status `stopped`),
- * restart, QR code and profile. Sessions themselves are the engine's; this file only starts, stops and asks it.
+ * restart and QR code (the profile, `/me`, is in profiles.ts). Sessions themselves are the engine's; this file only starts, stops and asks it.
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
@@ -71,7 +71,6 @@ const QrQuery = Type.Object(
   { format: Type.Optional(Type.Union([Type.Literal('png'), Type.Literal('text')], { default: 'png' })) },
   { additionalProperties: false },
 );
-const ProfileSchema = Type.Object({ id: Type.String(), pushName: Type.String() });
 
 /** Why a connection in `status` has no QR code to show (409). */
 function noQrReason(status: ConnectionStatus): string {
@@ -190,17 +189,6 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
       if (!qr) throw booting();
       if (request.query.format === 'text') return { value: qr };
       return { value: await QRCode.toDataURL(qr, { margin: 2, scale: 6 }) };
-    },
-  );
-
-  api.get(
-    '/connections/:id/me',
-    { schema: { params: ConnectionParams, response: { 200: ProfileSchema } } },
-    async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
-      const profile = c.status === 'online' ? engine.profile(c.id) : undefined;
-      if (!profile) throw conflict('Connection is not online');
-      return profile;
     },
   );
 };
