@@ -17,16 +17,12 @@
  * every outgoing frame for one event-loop turn (`commit-before-receipt.ts`), so the receipt leaves only after the
  * message is committed. Documented in the README.
  */
-import { baileysLogger } from './baileys-logger.ts';
-import { CallBook } from './calls.ts';
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
   DisconnectReason,
-  getHistoryMsg,
   jidDecode,
   jidNormalizedUser,
-  PROCESSABLE_HISTORY_TYPES,
   proto,
   type BaileysEventMap,
   type BinaryNode,
@@ -37,36 +33,23 @@ import makeWASocket, {
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
-import { messageIdOf, newMessageRecord, type Message, type StoredMessage } from '../db/messages.ts';
+import type { Message } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
-import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
-import {
-  chatIdOf,
-  classify,
-  lidPairsOf,
-  mediaFileNameOf,
-  senderOf,
-  STATUS_JID,
-  textOf,
-  timestampOf,
-  toPnJid,
-  toStoredMessage,
-  type ModelContext,
-} from './message-model.ts';
-import { decryptVote } from './polls.ts';
-import { eventPayloadOf } from './event-payloads.ts';
-import { GroupCache, isMember } from './groups.ts';
-import { downloadMessageMedia } from './media-download.ts';
+import { baileysLogger } from './baileys-logger.ts';
+import { CallBook } from './calls.ts';
+import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
+import type { GroupCache } from './groups.ts';
 import type { MediaFile, MediaStore } from './media-store.ts';
+import type { ModelContext } from './message-model.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
-
-/** How a sent message's server acknowledgement ended (see `Session.expectServerAck`). */
-export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
+import { ServerAcks, type ServerAckWait } from './session-acks.ts';
+import { SessionContacts } from './session-contacts.ts';
+import { SessionGroups } from './session-groups.ts';
+import { SessionIngest } from './session-ingest.ts';
+import { SessionMedia } from './session-media.ts';
 
 const MAX_QR_CYCLES = 5;
-/** Most JIDs whose last contact write a session remembers (see Session.#lastContactWrite). */
-const CONTACT_CACHE_MAX = 10_000;
 const MAX_BACKOFF_MS = 60_000;
 /**
  * How long a new socket may take to reach the QR or the logged-in state (Baileys' default connectTimeoutMs).
@@ -78,12 +61,6 @@ const MAX_BACKOFF_MS = 60_000;
 export const CONNECT_TIMEOUT_MS = 20_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
 const HISTORY_WAIT_MS = 15_000;
-/**
- * Longest time outgoing frames wait for a history chunk to be committed (its receipts are among them). A chunk takes
- * well under a second; past this (a chunk Baileys failed to process emits nothing) they are released anyway, before
- * Baileys' keep-alive (30 s + 5 s) would call the connection lost.
- */
-const HISTORY_HOLD_MAX_MS = 20_000;
 
 export interface SessionDeps {
   store: Store;
@@ -120,9 +97,6 @@ const STORAGE_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 /** Default of SessionDeps.onlineFallbackMs (issue #13 item 7). */
 export const ONLINE_FALLBACK_MS = 20_000;
 
-/** At most this many media downloads run at once per session (eager downloads of incoming media). */
-const MEDIA_CONCURRENCY = 2;
-
 type Events = Partial<BaileysEventMap>;
 
 export class Session {
@@ -155,29 +129,18 @@ export class Session {
   #opened: Promise<void>;
   #resolveOpened!: () => void;
   readonly #log: Logger;
-  /** Running media downloads by file name (a second request for the same file waits for the first). */
-  readonly #downloads = new Map<string, Promise<MediaFile>>();
-  /** Eager downloads waiting for a slot. */
-  readonly #mediaQueue: string[] = [];
-  #mediaActive = 0;
+  /** The media download queue (session-media.ts). */
+  readonly #media: SessionMedia;
   /** The current socket's frame gate (commit-before-receipt.ts). */
   #gate: FrameGate | undefined;
-  /** Frame holds for the history chunks being processed, oldest first (Baileys processes them in order). */
-  #historyHolds: Array<{ release: () => void; timer: NodeJS.Timeout }> = [];
-  /**
-   * The last contact upsert this session wrote for each JID, as JSON: rc14 emits `contacts.update` with the pushName
-   * of nearly every incoming message, and re-applying the last upsert of a JID changes nothing (it only merges
-   * non-null fields). Every contact write of the session goes through #upsertContact; cleared when it grows past
-   * CONTACT_CACHE_MAX and when a transaction may have rolled a write back.
-   */
-  readonly #lastContactWrite = new Map<string, string>();
-  /** Waiters for the server's `<ack class="message">` of a message this service sent, by message key id. */
-  readonly #serverAcks = new Map<string, (outcome: ServerAckOutcome) => void>();
-  /**
-   * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
-   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
-   */
-  readonly groups = new GroupCache();
+  /** Contact writes and the LID ↔ PN mapping (session-contacts.ts). */
+  readonly #contacts: SessionContacts;
+  /** Waits for the server's acks of sent messages (session-acks.ts). */
+  readonly #acks: ServerAcks;
+  /** The group metadata cache and group events (session-groups.ts). */
+  readonly #groups: SessionGroups;
+  /** Baileys events → message model → store (session-ingest.ts). */
+  readonly #ingest: SessionIngest;
 
   constructor(
     connection: ConnectionRow,
@@ -185,19 +148,56 @@ export class Session {
   ) {
     this.connectionId = connection.id;
     this.userId = connection.userId;
+    this.#contacts = new SessionContacts(deps.store, connection.id, () => this.me);
+    this.#log = deps.logger.child({ connectionId: connection.id });
+    this.#media = new SessionMedia({
+      store: deps.store,
+      media: deps.media,
+      connectionId: connection.id,
+      log: this.#log,
+      dispatcher: deps.mediaDispatcher,
+      socket: () => this.socket,
+    });
+    this.#acks = new ServerAcks({ store: deps.store, connectionId: connection.id, userId: connection.userId, log: this.#log });
+    this.#groups = new SessionGroups({
+      store: deps.store,
+      connectionId: connection.id,
+      userId: connection.userId,
+      log: this.#log,
+      contacts: this.#contacts,
+      socket: () => this.socket,
+      isCurrent: (sock) => this.#sock === sock,
+    });
+    this.#ingest = new SessionIngest({
+      store: deps.store,
+      connectionId: connection.id,
+      userId: connection.userId,
+      log: this.#log,
+      contacts: this.#contacts,
+      media: deps.media,
+      downloads: this.#media,
+      downloadStatusMedia: !!deps.downloadStatusMedia,
+      me: () => this.me,
+      gate: () => this.#gate,
+      historyDone: () => this.#historyDone(),
+    });
     this.calls = new CallBook({
       store: deps.store,
       logger: deps.logger,
       connectionId: connection.id,
       userId: connection.userId,
-      toPn: (jid) => {
-        const bare = jidNormalizedUser(jid);
-        return bare.endsWith('@lid') ? (this.modelContext().pnForLid(bare) ?? bare) : bare;
-      },
+      toPn: (jid) => this.#contacts.toPn(jid),
     });
     this.#status = connection.status;
-    this.#log = deps.logger.child({ connectionId: connection.id });
     this.#opened = this.#newOpened();
+  }
+
+  /**
+   * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
+   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
+   */
+  get groups(): GroupCache {
+    return this.#groups.cache;
   }
 
   get status(): ConnectionStatus {
@@ -271,9 +271,8 @@ export class Session {
     this.#sock = undefined;
     // Held receipts of uncommitted history chunks must not leave (the sandbox/server sends those chunks again);
     // a logout's frames must, and the history no longer matters then.
-    if (opts.logout) for (const h of this.#historyHolds) h.release();
-    this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#ingest.dropHistoryHolds(!!opts.logout);
+    this.#acks.settleAll('closed');
     if (sock) {
       if (opts.logout && this.#auth?.creds.me) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
@@ -341,22 +340,15 @@ export class Session {
       void sock.end(timedOut);
     }, connectTimeoutMs);
     disableEventBuffer(sock);
-    this.#dropHistoryHolds();
+    this.#ingest.dropHistoryHolds();
     this.#gate = sendFramesAfterCommit(sock, (send) => this.deps.store.whenDurable(send));
-    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => {
-      const keyId = node.attrs.id;
-      const waiter = keyId ? this.#serverAcks.get(keyId) : undefined;
-      if (!keyId || !waiter) return;
-      // Recorded here, before rc14 handles a receipt that may follow in the same chunk, so acks stay in order.
-      if (!node.attrs.error) this.#recordServerAck(keyId);
-      waiter(node.attrs.error ? { error: node.attrs.error } : 'accepted');
-    });
+    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => this.#acks.onAckNode(node));
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       try {
         this.#onEvents(sock, events);
       } catch (err) {
-        this.#lastContactWrite.clear(); // what it remembers may have been rolled back
+        this.#contacts.forget(); // what it remembers may have been rolled back
         this.#log.error({ err }, 'failed to process session events');
       }
     });
@@ -428,8 +420,8 @@ export class Session {
     clearTimeout(this.#historyTimer);
     clearTimeout(this.#connectTimer);
     clearTimeout(this.#reconnectTimer);
-    this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#ingest.dropHistoryHolds();
+    this.#acks.settleAll('closed');
     if (sock) {
       try {
         void Promise.resolve(sock.end(undefined)).catch(() => undefined);
@@ -474,21 +466,22 @@ export class Session {
   // ---- Baileys events ----------------------------------------------------------------------------------
 
   #onEvents(sock: WASocket, events: Events): void {
-    if (events['messages.upsert']) this.#holdForHistory(events['messages.upsert'].messages);
+    const ingest = this.#ingest;
+    if (events['messages.upsert']) ingest.holdForHistory(events['messages.upsert'].messages);
     if (events['creds.update']) this.#onCreds(events['creds.update']);
     if (events['connection.update']) this.#onConnection(sock, events['connection.update']);
-    if (events['lid-mapping.update']) this.#onLidMapping(events['lid-mapping.update']);
-    if (events['messaging-history.set']) this.#onHistory(events['messaging-history.set']);
+    if (events['lid-mapping.update']) ingest.onLidMapping(events['lid-mapping.update']);
+    if (events['messaging-history.set']) ingest.onHistory(events['messaging-history.set']);
     if (events['messaging-history.status']?.status === 'complete') this.#historyDone();
-    if (events['contacts.upsert']) this.#onContacts(events['contacts.upsert']);
-    if (events['contacts.update']) this.#onContacts(events['contacts.update']);
+    if (events['contacts.upsert']) ingest.onContacts(events['contacts.upsert']);
+    if (events['contacts.update']) ingest.onContacts(events['contacts.update']);
     if (events['contacts.update']) this.deps.onContactsUpdate?.(this, events['contacts.update']);
-    if (events['messages.upsert']) this.#onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
-    if (events['messages.update']) this.#onMessageUpdates(events['messages.update']);
-    if (events['presence.update']) this.#onPresence(events['presence.update']);
-    if (events['groups.upsert']) this.#onGroupsUpsert(events['groups.upsert']);
-    if (events['groups.update']) this.#onGroupsUpdate(events['groups.update']);
-    if (events['group-participants.update']) this.#onGroupParticipants(sock, events['group-participants.update']);
+    if (events['messages.upsert']) ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
+    if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
+    if (events['presence.update']) ingest.onPresence(events['presence.update']);
+    if (events['groups.upsert']) this.#groups.onUpsert(events['groups.upsert']);
+    if (events['groups.update']) this.#groups.onUpdate(events['groups.update']);
+    if (events['group-participants.update']) this.#groups.onParticipants(sock, events['group-participants.update']);
     if (events.call) this.calls.onCalls(sock, events.call);
   }
 
@@ -524,7 +517,7 @@ export class Session {
       const me = this.me;
       if (me) this.deps.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
       this.#setStatus('connected', null);
-      this.#refreshGroups(sock);
+      this.#groups.refresh(sock);
       if (this.#awaitingHistory) {
         this.#historyTimer = setTimeout(() => this.#historyDone(), HISTORY_WAIT_MS);
       }
@@ -556,8 +549,8 @@ export class Session {
     const linked = !!this.#auth?.creds.me;
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
-    this.#dropHistoryHolds();
-    this.#settleServerAcks('closed');
+    this.#ingest.dropHistoryHolds();
+    this.#acks.settleAll('closed');
     switch (code) {
       case DisconnectReason.restartRequired: // 515: expected right after pairing
         this.#scheduleReconnect('restart required', true);
@@ -600,606 +593,60 @@ export class Session {
 
   // ---- ingestion -------------------------------------------------------------------------------------
 
-  /** Context for the message model: own identity and LID → PN lookups from Baileys' mapping store and contacts. */
+  /** Context for the message model: own identity and LID → PN lookups (session-contacts.ts). */
   modelContext(): ModelContext {
-    const me = this.me;
-    const { store } = this.deps;
-    return {
-      connectionPath: `/api/connections/${this.connectionId}`,
-      ownJid: me?.jid ?? null,
-      ownLid: me?.lid ?? null,
-      pnForLid: (lid) => {
-        const user = jidDecode(lid)?.user;
-        if (!user) return undefined;
-        const pnUser = store.authState.getKeys(this.connectionId, 'lid-mapping', [`${user}_reverse`]).get(`${user}_reverse`);
-        if (pnUser) return `${JSON.parse(pnUser) as string}@s.whatsapp.net`;
-        return store.contacts.jidForLid(this.connectionId, lid);
-      },
-    };
+    return this.#contacts.modelContext();
   }
 
-  #onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
-    const pn = jidNormalizedUser(m.pn);
-    this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
+  // ---- messages ----------------------------------------------------------------------------------------
+
+  /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
+  recordSent(msg: WAMessage): Message {
+    return this.#ingest.recordSent(msg);
   }
 
-  #onContacts(list: BaileysEventMap['contacts.update']): void {
-    const ctx = this.modelContext();
-    const { store } = this.deps;
-    store.ingest(() => {
-      for (const c of list) {
-        if (!c.id) continue;
-        const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        this.#upsertContact({
-          jid,
-          lid: c.lid ? jidNormalizedUser(c.lid) : c.id.endsWith('@lid') ? jidNormalizedUser(c.id) : null,
-          name: c.name ?? null,
-          pushName: c.notify ?? null,
-          phoneNumber: phoneOf(jid),
-          isGroup: jid.endsWith('@g.us'),
-        });
-      }
-    });
-  }
-
-  /**
-   * A history sync chunk arrived: rc14 has already written its receipts, and stores nothing before it has inflated
-   * and decoded the chunk (several event-loop turns). Once the server has the receipt it never sends the chunk again,
-   * so a crash in between lost it: hold every outgoing frame until #onHistory has committed the chunk.
-   * Mirrors Baileys' own test for a chunk it will process (chats.js `shouldProcessHistoryMsg`, process-message.js).
-   */
-  #holdForHistory(messages: WAMessage[]): void {
-    for (const msg of messages) {
-      const hist = msg.message && msg.key.fromMe ? getHistoryMsg(msg.message) : undefined;
-      if (!hist || !PROCESSABLE_HISTORY_TYPES.includes(hist.syncType as unknown as proto.HistorySync.HistorySyncType) || !this.#gate) continue;
-      const hold = {
-        release: this.#gate.hold(),
-        timer: setTimeout(() => {
-          this.#log.warn({ chunkOrder: hist.chunkOrder }, 'history chunk not stored in time; sending its receipt anyway');
-          this.#historyHolds = this.#historyHolds.filter((h) => h !== hold);
-          hold.release();
-        }, HISTORY_HOLD_MAX_MS),
-      };
-      this.#historyHolds.push(hold);
-    }
-  }
-
-  /** Forgets the holds of a socket that is gone (its held frames go nowhere). */
-  #dropHistoryHolds(): void {
-    for (const h of this.#historyHolds.splice(0)) clearTimeout(h.timer);
-  }
-
-  #onHistory(h: BaileysEventMap['messaging-history.set']): void {
-    try {
-      this.#storeHistory(h);
-    } finally {
-      // committed (or failed, logged by #onEvents' caller): the chunk's receipts may go now
-      const hold = this.#historyHolds.shift();
-      if (hold) {
-        clearTimeout(hold.timer);
-        hold.release();
-      }
-    }
-    if (h.syncType === proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP || h.isLatest) this.#historyDone();
-  }
-
-  #storeHistory(h: BaileysEventMap['messaging-history.set']): void {
-    const { store } = this.deps;
-    store.tx(() => {
-      for (const m of h.lidPnMappings ?? []) {
-        const pn = jidNormalizedUser(m.pn);
-        this.#upsertContact({ jid: pn, lid: jidNormalizedUser(m.lid), phoneNumber: phoneOf(pn) });
-      }
-      const ctx = this.modelContext();
-      for (const c of h.contacts) {
-        if (!c.id) continue;
-        const jid = toPnJid(c.id, c.phoneNumber, ctx);
-        this.#upsertContact({
-          jid,
-          lid: c.lid ? jidNormalizedUser(c.lid) : null,
-          name: c.name ?? null,
-          pushName: c.notify ?? null,
-          phoneNumber: phoneOf(jid),
-          isGroup: jid.endsWith('@g.us'),
-        });
-      }
-      for (const c of h.chats) {
-        if (!c.id) continue;
-        const id = c.id.endsWith('@g.us') ? c.id : toPnJid(c.id, c.pnJid, ctx);
-        store.chats.upsertMeta(this.connectionId, {
-          id,
-          lid: c.lidJid ? jidNormalizedUser(c.lidJid) : c.id.endsWith('@lid') ? c.id : null,
-          name: c.name ?? c.displayName ?? null,
-          isGroup: id.endsWith('@g.us'),
-          unread: c.unreadCount ?? 0,
-          activityTs: c.conversationTimestamp == null ? null : Number(c.conversationTimestamp) || null,
-        });
-      }
-      let stored = 0;
-      for (const msg of h.messages) {
-        const m = toStoredMessage(msg, ctx);
-        if (!m || m.kind === 'undecryptable') continue;
-        if (store.messages.upsert(this.connectionId, m)) stored++;
-        store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: 0 });
-      }
-      this.#log.info({ chats: h.chats.length, contacts: h.contacts.length, messages: stored, syncType: h.syncType }, 'history sync stored');
-    });
-  }
-
-  #onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {
-    const { store } = this.deps;
-    const ctx = this.modelContext();
-    const downloads: string[] = [];
-    store.ingest(() => {
-      for (const msg of messages) {
-        // Every LID↔phone pair the key carries feeds the mapping first, so this message lands in the PN chat.
-        for (const { lid, pn } of lidPairsOf(msg.key)) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
-        const kind = classify(msg);
-        switch (kind.kind) {
-          case 'content':
-          case 'undecryptable': {
-            const m = toStoredMessage(msg, ctx);
-            if (!m) break;
-            const { isNew, replaced } = this.#storeMessage(m);
-            // Incoming media is fetched right away, before the CDN link expires; own sends are stored by the engine.
-            // Status media only on request, unless configured (it is often large and rarely wanted).
-            const eager = m.chatId !== STATUS_JID || !!this.deps.downloadStatusMedia;
-            if ((isNew || replaced) && m.media && !m.fromMe && eager) downloads.push(m.id);
-            break;
-          }
-          case 'pollVote':
-            this.#applyPollVote(msg, kind.pollKey, kind.vote, kind.timestampMs, ctx);
-            break;
-          case 'reaction': {
-            const chatId = chatIdOf(msg.key, ctx);
-            const from = this.#senderOf(msg, chatId, ctx);
-            const ms = Number(msg.message?.reactionMessage?.senderTimestampMs ?? 0);
-            this.applyReaction(chatId, kind.targetKey.id ?? '', from, kind.emoji, ms ? Math.floor(ms / 1000) : timestampOf(msg));
-            break;
-          }
-          case 'edit': {
-            const chatId = chatIdOf(msg.key, ctx);
-            this.applyEdit(chatId, kind.targetKey.id ?? '', textOf(kind.newContent), timestampOf(msg), {
-              fromMe: !!msg.key.fromMe,
-              senderJid: this.#senderOf(msg, chatId, ctx),
-            });
-            break;
-          }
-          case 'revoke':
-            this.applyRevoke(chatIdOf(msg.key, ctx), kind.targetKey.id ?? '', { fromMe: !!msg.key.fromMe, senderJid: this.#senderOf(msg, chatIdOf(msg.key, ctx), ctx) });
-            break;
-          default:
-            this.#log.debug({ kind: kind.kind, type }, 'non-content message');
-        }
-      }
-    });
-    for (const id of downloads) this.#queueDownload(id);
-  }
-
-  /**
-   * Decrypts a poll vote with the poll's stored `messageSecret`, records it as the voter's latest vote, and logs
-   * `poll.vote` with the selected option names. A vote is never a chat message: no preview, no unread change.
-   */
-  #applyPollVote(msg: WAMessage, pollKey: proto.IMessageKey, vote: proto.Message.IPollEncValue, timestampMs: number, ctx: ModelContext): void {
-    const { store } = this.deps;
-    const chatId = chatIdOf(msg.key, ctx);
-    const voter = this.#senderOf(msg, chatId, ctx);
-    const poll = this.#findPoll(chatId, pollKey.id ?? '');
-    if (!poll) {
-      this.#log.debug({ chatId, pollKeyId: pollKey.id }, 'vote on an unknown poll; ignored');
-      return;
-    }
-    const selected = decryptVote({ msg, pollKey, vote, poll: poll.record, secret: poll.secret, raw: poll.raw, ownJid: ctx.ownJid, ownLid: ctx.ownLid });
-    if (!selected) {
-      this.#log.warn({ chatId, pollId: poll.id }, 'poll vote could not be decrypted; ignored');
-      return;
-    }
-    const timestamp = timestampMs ? Math.floor(timestampMs / 1000) : timestampOf(msg);
-    const updated = store.messages.vote(this.connectionId, poll.id, voter, selected, timestamp);
-    if (!updated) return;
-    store.appendEvent(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
-  }
-
-  /** A stored poll of a chat by key id (whichever side created it), with its record and secret. */
-  #findPoll(chatId: string, keyId: string) {
-    const target = this.deps.store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    const poll = target && this.deps.store.messages.poll(this.connectionId, target.id);
-    return poll && target ? { ...poll, id: target.id, record: target } : undefined;
-  }
-
-  /** Sender JID of a message (own JID for fromMe, the participant in groups, the chat otherwise). */
-  #senderOf(msg: WAMessage, chatId: string, ctx: ModelContext): string {
-    return senderOf(msg, chatId, ctx).senderJid;
-  }
-
-  /**
-   * Stores a reaction on the message with key id `keyId` in `chatId` (`emoji` "" removes it) and logs
-   * `message.reaction` when something changed. Returns the reacted-to message, undefined when it is unknown.
-   */
+  /** Stores a reaction and logs `message.reaction` (session-ingest.ts `applyReaction`); undefined: unknown message. */
   applyReaction(chatId: string, keyId: string, senderJid: string, emoji: string, timestamp: number): Message | undefined {
-    const { store } = this.deps;
-    return store.tx(() => {
-      const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-      if (!target) {
-        this.#log.debug({ chatId, keyId }, 'reaction to an unknown message');
-        return undefined;
-      }
-      // A message deleted for everyone keeps no reactions (messages.revoke cleared them); late ones are dropped.
-      if (target.kind === 'revoked') return target;
-      if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
-        const fromMe = senderJid === this.me?.jid;
-        store.appendEvent(this.userId, this.connectionId, 'message.reaction', {
-          id: target.id,
-          chatId,
-          from: senderJid,
-          fromMe,
-          emoji,
-          removed: emoji === '',
-          timestamp,
-        });
-      }
-      return store.messages.get(this.connectionId, target.id);
-    });
+    return this.#ingest.applyReaction(chatId, keyId, senderJid, emoji, timestamp);
   }
 
-  /**
-   * Applies an edit of the message with key id `keyId` by its own sender and logs `message.edited` when the text
-   * changed. Edits by anyone else than the original sender are ignored. Returns the updated message.
-   */
+  /** Applies an edit by the message's own sender and logs `message.edited` (session-ingest.ts `applyEdit`). */
   applyEdit(chatId: string, keyId: string, text: string, editedAt: number, by: { fromMe: boolean; senderJid: string }): Message | undefined {
-    const { store } = this.deps;
-    return store.tx(() => {
-      const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-      if (!target || target.fromMe !== by.fromMe || (!by.fromMe && target.senderJid !== by.senderJid)) {
-        this.#log.debug({ chatId, keyId }, 'edit of an unknown message or by someone else; ignored');
-        return target;
-      }
-      if (target.text !== text) {
-        store.messages.edit(this.connectionId, target.id, text, editedAt);
-        store.appendEvent(this.userId, this.connectionId, 'message.edited', {
-          id: target.id,
-          chatId,
-          from: target.senderJid,
-          fromMe: target.fromMe,
-          body: text,
-          previousBody: target.text,
-          editedAt,
-        });
-      }
-      return store.messages.get(this.connectionId, target.id);
-    });
+    return this.#ingest.applyEdit(chatId, keyId, text, editedAt, by);
   }
 
-  /**
-   * Marks the message `keyId` of `chatId` deleted for everyone, once (a `message.revoked` event, its media file
-   * removed). In a 1:1 chat only its sender can revoke it; in a group also an admin (the server checks the rights).
-   * Returns the revoked Message, or undefined when there is no such message or the revoke is not allowed.
-   */
+  /** Marks a message deleted for everyone and logs `message.revoked` (session-ingest.ts `applyRevoke`). */
   applyRevoke(chatId: string, keyId: string, by: { fromMe: boolean; senderJid: string }): Message | undefined {
-    const { store } = this.deps;
-    const target = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    if (!target) return undefined;
-    if (target.kind === 'revoked') return target;
-    const bySender = target.fromMe === by.fromMe && (by.fromMe || target.senderJid === by.senderJid);
-    if (!bySender && !chatId.endsWith('@g.us')) return undefined;
-    store.messages.revoke(this.connectionId, target.id);
-    store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
-    const filename = target.media && mediaFileNameOf(target.media);
-    if (filename) void this.deps.media.remove(this.connectionId, filename).catch(() => undefined);
-    return store.messages.get(this.connectionId, target.id);
+    return this.#ingest.applyRevoke(chatId, keyId, by);
   }
 
   // ---- groups ------------------------------------------------------------------------------------------
-
-  /** Refills the group cache from the server (the answer arrives as a full-metadata `groups.update`). */
-  #refreshGroups(sock: WASocket): void {
-    this.groups.clear();
-    sock.groupFetchAllParticipating().catch((err: unknown) => this.#log.warn({ err }, 'could not fetch the groups'));
-  }
 
   /**
    * Metadata of a group the account is in: cached, or asked from the server (and cached). `refresh` asks anyway.
    * @throws the Baileys error of a failed query (groups.ts `groupError` maps it).
    */
-  async groupMetadata(jid: string, opts: { refresh?: boolean } = {}): Promise<GroupMetadata> {
-    const cached = opts.refresh ? undefined : this.groups.get(jid);
-    if (cached) return cached;
-    const sock = this.socket;
-    if (!sock) throw new Error('connection is not open');
-    const meta = await sock.groupMetadata(jid);
-    this.rememberGroup(meta);
-    return meta;
+  groupMetadata(jid: string, opts: { refresh?: boolean } = {}): Promise<GroupMetadata> {
+    return this.#groups.metadata(jid, opts);
   }
 
   /** Caches full metadata of a group the account is in, names its chat by the subject and learns LID ↔ PN pairs. */
   rememberGroup(meta: GroupMetadata): void {
-    const ctx = this.modelContext();
-    if (!isMember(meta, ctx)) {
-      this.groups.delete(meta.id);
-      return;
-    }
-    this.groups.set(meta);
-    const { store } = this.deps;
-    store.tx(() => {
-      store.chats.upsertMeta(this.connectionId, { id: meta.id, name: meta.subject || null, isGroup: true });
-      for (const p of meta.participants) {
-        const lid = p.id.endsWith('@lid') ? jidNormalizedUser(p.id) : p.lid ? jidNormalizedUser(p.lid) : null;
-        const pn = p.id.endsWith('@s.whatsapp.net') ? jidNormalizedUser(p.id) : p.phoneNumber ? jidNormalizedUser(p.phoneNumber) : null;
-        if (lid && pn) this.#upsertContact({ jid: pn, lid, phoneNumber: phoneOf(pn) });
-      }
-    });
-  }
-
-  #onGroupsUpsert(list: BaileysEventMap['groups.upsert']): void {
-    for (const meta of list) this.rememberGroup(meta);
-  }
-
-  /**
-   * `groups.update` carries either full metadata (rc14 emits the participating-groups answer this way) or the delta
-   * of one `w:gp2` notification (subject, description, settings, with `author`): the first refills the cache, the
-   * second updates it, renames the chat and logs `group.update` for a subject or description change.
-   */
-  #onGroupsUpdate(list: BaileysEventMap['groups.update']): void {
-    const { store } = this.deps;
-    const ctx = this.modelContext();
-    for (const delta of list) {
-      if (!delta.id) continue;
-      if (Array.isArray(delta.participants)) {
-        this.rememberGroup(delta as GroupMetadata);
-        continue;
-      }
-      this.groups.update({ ...delta, id: delta.id });
-      const changed = delta.subject !== undefined || 'desc' in delta;
-      if (!changed) continue;
-      const by = delta.author ? toPnJid(delta.author, delta.authorPn, ctx) : null;
-      store.tx(() => {
-        if (delta.subject) store.chats.upsertMeta(this.connectionId, { id: delta.id!, name: delta.subject, isGroup: true });
-        store.appendEvent(this.userId, this.connectionId, 'group.update', {
-          groupId: delta.id,
-          ...(delta.subject !== undefined && { subject: delta.subject }),
-          ...('desc' in delta && { description: delta.desc ?? null }),
-          by,
-        });
-      });
-    }
-  }
-
-  /** A member change (`w:gp2` add/remove/promote/demote): updates the cache and logs `group.participants`. */
-  #onGroupParticipants(sock: WASocket, u: BaileysEventMap['group-participants.update']): void {
-    const ctx = this.modelContext();
-    const participants = u.participants.map((p) => (typeof p === 'string' ? { id: p } : p));
-    const jids = participants.map((p) => toPnJid(p.id, p.phoneNumber, ctx));
-    const own = [ctx.ownJid, ctx.ownLid].filter(Boolean);
-    const includesMe = jids.some((j) => own.includes(j)) || participants.some((p) => own.includes(jidNormalizedUser(p.id)));
-    if (u.action === 'remove' && includesMe) this.groups.delete(u.id);
-    else if (!this.groups.applyParticipants(u.id, u.action, participants) && u.action === 'add' && includesMe) {
-      sock.groupMetadata(u.id).then(
-        (meta) => this.#sock === sock && this.rememberGroup(meta),
-        (err: unknown) => this.#log.warn({ err, groupId: u.id }, 'could not fetch a group the account was added to'),
-      );
-    }
-    if (u.action === 'modify') return;
-    this.deps.store.appendEvent(this.userId, this.connectionId, 'group.participants', {
-      groupId: u.id,
-      action: u.action,
-      participants: jids,
-      by: u.author ? toPnJid(u.author, u.authorPn, ctx) : null,
-    });
-  }
-
-  #onPresence(p: BaileysEventMap['presence.update']): void {
-    const ctx = this.modelContext();
-    const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
-    for (const [participant, presence] of Object.entries(p.presences)) {
-      this.deps.store.appendEvent(this.userId, this.connectionId, 'presence.update', {
-        chatId,
-        participant: toPnJid(participant, null, ctx),
-        presence: presence.lastKnownPresence,
-        ...(presence.lastSeen != null && { lastSeen: presence.lastSeen }),
-      });
-    }
+    this.#groups.remember(meta);
   }
 
   // ---- media -------------------------------------------------------------------------------------------
 
-  #queueDownload(messageId: string): void {
-    this.#mediaQueue.push(messageId);
-    this.#pumpDownloads();
-  }
-
-  #pumpDownloads(): void {
-    while (this.#mediaActive < MEDIA_CONCURRENCY && this.#mediaQueue.length > 0) {
-      const id = this.#mediaQueue.shift()!;
-      this.#mediaActive++;
-      this.ensureMedia(id)
-        .catch((err: unknown) => this.#log.warn({ err, messageId: id }, 'media download failed; it is retried when the media is requested'))
-        .finally(() => {
-          this.#mediaActive--;
-          this.#pumpDownloads();
-        });
-    }
-  }
-
-  /**
-   * The local file of a stored message's media: from disk, or downloaded now (one re-upload request when the CDN
-   * lost it). Concurrent calls for the same file share one download.
-   * @throws when the message has no media or the download failed.
-   */
+  /** The local file of a stored message's media, downloaded now when needed (session-media.ts `SessionMedia.ensure`). */
   ensureMedia(messageId: string): Promise<MediaFile> {
-    const { store, media } = this.deps;
-    const message = store.messages.get(this.connectionId, messageId);
-    const filename = message?.media ? mediaFileNameOf(message.media) : undefined;
-    if (!message?.media || !filename) return Promise.reject(new Error('message has no media'));
-    const onDisk = media.stat(this.connectionId, filename);
-    if (onDisk) return Promise.resolve(onDisk);
-    const running = this.#downloads.get(filename);
-    if (running) return running;
-    const raw = store.messages.getRaw(this.connectionId, messageId);
-    if (!raw) return Promise.reject(new Error('message has no stored media keys'));
-    const msg = proto.WebMessageInfo.decode(raw) as WAMessage;
-    const job = downloadMessageMedia(
-      msg,
-      filename,
-      {
-        sock: this.socket,
-        media,
-        connectionId: this.connectionId,
-        dispatcher: this.mediaDispatcher,
-        logger: this.#log,
-        onReuploaded: (updated) =>
-          store.messages.setRaw(this.connectionId, messageId, proto.WebMessageInfo.encode(updated as proto.IWebMessageInfo).finish()),
-      },
-      message.media.size,
-    ).finally(() => this.#downloads.delete(filename));
-    this.#downloads.set(filename, job);
-    return job;
+    return this.#media.ensure(messageId);
   }
 
-  /** Dispatcher for media downloads (the sandbox's CA trust in sandbox mode); undefined = undici's global one. */
-  get mediaDispatcher(): Dispatcher | undefined {
-    return this.deps.mediaDispatcher;
+  /** Starts waiting for the server's ack of a message about to be sent (session-acks.ts `ServerAcks.expect`). */
+  expectServerAck(keyId: string, timeoutMs: number): ServerAckWait {
+    return this.#acks.expect(keyId, timeoutMs);
   }
 
-  /**
-   * Stores a message, touches its chat and logs `message` / `message.sent` when it is new, and `message.ack`
-   * when an own message arrives with a higher status than stored: Baileys' event buffer folds a receipt that
-   * comes within the buffer window into the `append` upsert of the sent message instead of a `messages.update`.
-   * Call inside `tx`.
-   */
-  #storeMessage(m: StoredMessage): { message: Message; isNew: boolean; replaced: boolean } {
-    const { store } = this.deps;
-    const before = store.messages.stateOf(this.connectionId, m.id); // undefined: not stored yet
-    const beforeAck = before ? before.ack : undefined;
-    const isNew = before === undefined;
-    // An undecryptable placeholder never overwrites a message; the real message replaces the placeholder in place.
-    if (before && m.kind === 'undecryptable') {
-      return { message: store.messages.get(this.connectionId, m.id)!, isNew: false, replaced: false };
-    }
-    const replaced = before?.kind === 'undecryptable';
-    store.messages.upsert(this.connectionId, m, { existed: !isNew });
-    if (m.kind === 'undecryptable') {
-      store.appendEvent(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.me?.jid));
-    } else if (isNew || replaced) {
-      // Status posts are not chat messages of the status@broadcast "chat": no unread, hidden from GET /chats.
-      const unreadDelta = m.fromMe || m.chatId === STATUS_JID ? 0 : 1;
-      store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta });
-      if (!m.fromMe && m.senderPushName) {
-        this.#upsertContact({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
-      }
-      store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.me?.jid));
-    }
-    const after = isNew ? newMessageRecord(m) : store.messages.get(this.connectionId, m.id)!;
-    if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
-      store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
-    }
-    return { message: after, isNew, replaced };
-  }
-
-  #onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
-    const { store } = this.deps;
-    const ctx = this.modelContext();
-    store.ingest(() => {
-      for (const { key, update } of updates) {
-        if (typeof update.status !== 'number' || !key.id) continue;
-        if (!key.fromMe) {
-          // Another device of this account read an incoming message: the chat is read up to that message.
-          if (update.status >= proto.WebMessageInfo.Status.READ) this.#readUpTo(chatIdOf(key, ctx), key.id);
-          continue;
-        }
-        const chatId = chatIdOf(key, ctx);
-        const id = messageIdOf(true, chatId, key.id);
-        if (store.messages.setAck(this.connectionId, id, update.status)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
-        }
-      }
-    });
-  }
-
-  /** Sets a chat's unread counter to the incoming messages newer than the one with key id `keyId`. */
-  #readUpTo(chatId: string, keyId: string): void {
-    const { store } = this.deps;
-    const read = store.messages.findByChatAndKey(this.connectionId, chatId, keyId);
-    if (!read) return;
-    const unread = store.messages.countIncomingAfter(this.connectionId, chatId, read.timestamp);
-    if ((store.chats.unread(this.connectionId, chatId) ?? 0) > unread) store.chats.setUnread(this.connectionId, chatId, unread);
-  }
-
-  /**
-   * Starts waiting for the server's `<ack class="message" id=keyId>`; call it before the message is sent. The server
-   * acknowledges each message stanza once it has taken it (brief §B6: an `error` attribute means it refused it; rc14
-   * turns only that into a status update, there is no SERVER_ACK from acks). Settles with 'accepted', `{ error }`,
-   * 'closed' (the socket closed first) or 'timeout' (after `timeoutMs`); `cancel()` stops waiting (send failed).
-   * `sent()` restarts the timeout once the message has left: Baileys' preparation of a first send to a big group
-   * (device lists, prekeys, one `pkmsg` per member device) must not eat into the time the server has to answer.
-   */
-  expectServerAck(keyId: string, timeoutMs: number): { done: Promise<ServerAckOutcome>; cancel(): void; sent(): void } {
-    let settle!: (outcome: ServerAckOutcome) => void;
-    let timer: NodeJS.Timeout | undefined;
-    const done = new Promise<ServerAckOutcome>((resolve) => {
-      timer = setTimeout(() => settle('timeout'), timeoutMs);
-      settle = (outcome) => {
-        clearTimeout(timer);
-        if (this.#serverAcks.get(keyId) === settle) this.#serverAcks.delete(keyId);
-        resolve(outcome);
-      };
-    });
-    this.#serverAcks.set(keyId, settle);
-    const sent = () => {
-      if (this.#serverAcks.get(keyId) !== settle) return; // settled already
-      clearTimeout(timer);
-      timer = setTimeout(() => settle('timeout'), timeoutMs);
-    };
-    return { done, cancel: () => settle('closed'), sent };
-  }
-
-  #settleServerAcks(outcome: ServerAckOutcome): void {
-    for (const settle of [...this.#serverAcks.values()]) settle(outcome);
-  }
-
-  /**
-   * Records the server's acceptance of the message with key id `keyId` this service sent: ack 2 (SERVER_ACK) and a
-   * `message.ack` event, unless a receipt already moved it further. Reactions and edits have no stored message.
-   */
-  #recordServerAck(keyId: string): void {
-    const { store } = this.deps;
-    try {
-      const message = store.messages.findByKeyId(this.connectionId, keyId);
-      if (!message?.fromMe) return;
-      store.tx(() => {
-        if (store.messages.setAck(this.connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', {
-            id: message.id,
-            chatId: message.chatId,
-            ack: proto.WebMessageInfo.Status.SERVER_ACK,
-          });
-        }
-      });
-    } catch (err) {
-      // Called from the socket's frame handler: never let it throw there (a full disk is handled by #onCommitFailure).
-      this.#log.warn({ err, keyId }, 'the server acknowledgement could not be recorded');
-    }
-  }
-
-  /** Creates or merges a contact (see #lastContactWrite); call inside a transaction. */
-  #upsertContact(c: Parameters<Store['contacts']['upsert']>[1]): void {
-    // the upsert treats a missing field as null, so equivalent writes get one signature
-    const signature = JSON.stringify([c.lid ?? null, c.name ?? null, c.pushName ?? null, c.phoneNumber ?? null, !!c.isGroup]);
-    if (this.#lastContactWrite.get(c.jid) === signature) return;
-    this.deps.store.contacts.upsert(this.connectionId, c);
-    if (this.#lastContactWrite.size >= CONTACT_CACHE_MAX) this.#lastContactWrite.clear();
-    this.#lastContactWrite.set(c.jid, signature);
-  }
-
-  /** Stores a message this service just sent (the engine calls it with Baileys' returned WAMessage). */
-  recordSent(msg: WAMessage): Message {
-    const m = toStoredMessage(msg, this.modelContext());
-    if (!m) throw new Error('sent message has no content');
-    return this.deps.store.tx(() => this.#storeMessage(m).message);
-  }
-}
-
-function chatTouchOf(m: StoredMessage) {
-  return { chatId: m.chatId, isGroup: m.chatId.endsWith('@g.us'), timestamp: m.timestamp, body: m.text, fromMe: m.fromMe };
 }
 
 /**
@@ -1221,13 +668,6 @@ function disableEventBuffer(sock: WASocket): void {
     if (ev.isBuffering()) ev.flush();
     return handled;
   }) as typeof ev.emit;
-}
-
-/** "+<digits>" for a phone-number JID; null for LIDs and groups. */
-export function phoneOf(jid: string): string | null {
-  if (!jid.endsWith('@s.whatsapp.net')) return null;
-  const user = jidDecode(jid)?.user;
-  return user ? `+${user}` : null;
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

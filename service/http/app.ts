@@ -39,6 +39,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import type { ApiInstance, TypeBoxTypeProvider } from './type-provider.ts';
 import { typeBoxValidatorCompiler } from './validation.ts';
+import { serializerSchemaController } from './serializer.ts';
 
 export interface AppOptions extends ApiDeps {
   logger: Logger;
@@ -84,6 +85,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     // Fastify's own request lines would log URLs with `?token=`; plugins/request-log.ts writes redacted ones.
     logController: new LogController({ disableRequestLogging: true }),
+    schemaController: serializerSchemaController(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(typeBoxValidatorCompiler);

@@ -2,7 +2,7 @@
  * Search, surroundings and export end to end (issue 15): the real service in sandbox mode, a connection paired
  * after a 2,000-message history was seeded (synced at pairing), messages received from a contact's phone (text in
  * several scripts, an image with a caption, a document with a file name, a location, an edit), then:
- * search syntax (words, phrase, prefix, exclusion, diacritics, Cyrillic and Japanese), filters, edits followed,
+ * search syntax (words, phrase, prefix, exclusion, diacritics, Cyrillic and Japanese), filters, edits and revokes followed,
  * per-user scoping (403, and /search only sees the caller's connections), malformed queries (400);
  * `around=` paging both ways over the whole history; JSONL export equal to the messages API; the HTML transcript
  * rendered by Chromium (screenshot in docs/screenshots/); the ZIP export holding the media with identical bytes.
@@ -158,6 +158,16 @@ describe('search, surroundings and export through the sandbox', () => {
     await s.frame('the edit', (f) => f.event === 'message.edited' && f.payload.id === messageId);
     expect(await hits('lighthouse')).toEqual([]);
     expect(await hits('windmill')).toEqual([messageId]);
+  });
+
+  it('drops a message revoked for everyone from the results', async () => {
+    const sent = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'the zeppelin leaves at noon' });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(await hits('zeppelin')).toEqual([sent.body.id]);
+    const revoked = await s.api('DELETE', `/connections/${id}/messages/${encodeURIComponent(sent.body.id)}?chatId=${ALICE_JID}`);
+    expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+    expect(await hits('zeppelin')).toEqual([]);
+    expect(await hits('noon')).not.toContain(sent.body.id);
   });
 
   it("answers 400 for malformed queries, 403 for another user's connection, and /search stays per user", async () => {

@@ -52,6 +52,23 @@ describe('issue 17: chat ids, empty bodies, chats and messages', () => {
       expect(res.body.messages.map((m) => [m.id, m.chatId])).toEqual([[messageId, canonical]]);
     });
 
+    it('GET /chats/:chatId/messages?around= reads the canonical chat', async () => {
+      const around = await get<{ messages: Array<{ id: string }>; nextAfter: string | null }>(
+        `/chats/${enc}/messages?around=${encodeURIComponent(messageId)}`,
+      );
+      expect(around.status, JSON.stringify(around.body)).toBe(200);
+      expect(around.body.messages.map((m) => m.id)).toEqual([messageId]);
+    });
+
+    it('GET /chats/:chatId/export and GET /search?chatId= answer for the canonical chat', async () => {
+      const exported = await get<{ id: string }>(`/chats/${enc}/export?format=jsonl`);
+      expect(exported.status).toBe(200);
+      expect(exported.body.id).toBe(messageId); // one line: the harness parsed it as one JSON document
+      const found = await get<{ results: Array<{ message: { id: string } }> }>(`/search?q=hello&chatId=${enc}`);
+      expect(found.status, JSON.stringify(found.body)).toBe(200);
+      expect(found.body.results.map((r) => r.message.id)).toEqual([messageId]);
+    });
+
     it('GET /messages/:messageId?chatId= finds the message', async () => {
       const res = await get<{ id: string }>(`/messages/${encodeURIComponent(messageId)}?chatId=${enc}`);
       expect(res.status).toBe(200);

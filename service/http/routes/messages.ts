@@ -40,22 +40,23 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     async (request) => {
       const c = ownedConnection(store, request.user, request.params.id);
       const { limit, before, after, around } = request.query;
+      const chatId = canonicalChatId(store, c.id, request.params.chatId);
       if ([before, after, around].filter((v) => v !== undefined).length > 1) {
         throw badRequest('querystring must have at most one of before, after and around');
       }
       if (around !== undefined) {
-        const at = store.messages.positionOf(c.id, request.params.chatId, around);
+        const at = store.messages.positionOf(c.id, chatId, around);
         if (!at) throw notFound('Message not found');
-        return store.messages.pageAround(c.id, request.params.chatId, limit, at);
+        return store.messages.pageAround(c.id, chatId, limit, at);
       }
       if (after !== undefined) {
         const from = decodeCursor(after);
         if (!from) throw badRequest('querystring/after is not a valid cursor');
-        return store.messages.pageAfter(c.id, request.params.chatId, limit, from);
+        return store.messages.pageAfter(c.id, chatId, limit, from);
       }
       const cursor = before === undefined ? undefined : decodeCursor(before);
       if (before !== undefined && !cursor) throw badRequest('querystring/before is not a valid cursor');
-      return store.messages.page(c.id, canonicalChatId(store, c.id, request.params.chatId), limit, cursor);
+      return store.messages.page(c.id, chatId, limit, cursor);
     },
   );
 

@@ -17,6 +17,7 @@ import type { SearchFilters } from '../../db/search.ts';
 import type { Store } from '../../db/store.ts';
 import type { AuthUser } from '../../auth/authenticate.ts';
 import { badRequest } from '../../errors.ts';
+import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
 import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { MessageSchema, Nullable } from '../schemas.ts';
@@ -24,23 +25,6 @@ import type { ApiPlugin } from '../type-provider.ts';
 
 /** archiver 7's factory (CommonJS; @types/archiver 8 describes the class-based 8.x API, same instance methods). */
 const createArchive = createRequire(import.meta.url)('archiver') as (format: 'zip', options?: ArchiverOptions) => Archiver;
-
-/**
- * A chat filter as the API accepts it: a JID (`@c.us` read as `@s.whatsapp.net`) or a phone number in
- * international format (`+49 151 …` → `<digits>@s.whatsapp.net`), the same forms the sending routes take.
- * @throws ServiceError 400 when it is neither.
- */
-export function normalizeChatId(input: string): string {
-  const s = input.trim();
-  if (/^\+?[\d\s().-]+$/.test(s)) {
-    const digits = s.replace(/\D/g, '');
-    if (digits.length < 6 || digits.length > 15) throw badRequest('chatId is not a valid international phone number');
-    return `${digits}@s.whatsapp.net`;
-  }
-  const m = /^([^@\s]+)@(s\.whatsapp\.net|c\.us|lid|g\.us|broadcast|newsletter)$/.exec(s);
-  if (!m) throw badRequest('chatId must be a JID or a phone number in international format');
-  return m[2] === 'c.us' ? `${m[1]}@s.whatsapp.net` : s;
-}
 
 const SearchQuery = Type.Object({
   q: Type.String({ description: 'Words, "phrases", prefix*, -exclusion (docs/api.md "Search")', maxLength: 500 }),
@@ -73,7 +57,10 @@ const SearchPageAll = Type.Object({ results: Type.Array(SearchResultAll), nextBe
 
 function runSearch(store: Store, connectionIds: string[], query: SearchQueryT) {
   const filters: SearchFilters = { connectionIds };
-  if (query.chatId !== undefined) filters.chatId = normalizeChatId(query.chatId);
+  // One connection: its LID mapping applies; across connections the chat is matched as written (a LID stays a LID).
+  if (query.chatId !== undefined) {
+    filters.chatId = connectionIds.length === 1 ? canonicalChatId(store, connectionIds[0]!, query.chatId) : parseChatId(query.chatId).jid;
+  }
   if (query.senderJid !== undefined) filters.senderJid = query.senderJid;
   if (query.type !== undefined) filters.type = query.type;
   if (query.kind !== undefined) filters.kind = query.kind;
@@ -205,7 +192,7 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
     },
     async (request, reply) => {
       const c = ownedConnection(store, request.user, request.params.id);
-      const chatId = normalizeChatId(request.params.chatId);
+      const chatId = canonicalChatId(store, c.id, request.params.chatId);
       const { format, media, since, until } = request.query;
       if (since !== undefined && until !== undefined && since > until) throw badRequest('since is after until');
       const range = { ...(since !== undefined && { since }), ...(until !== undefined && { until }) };
