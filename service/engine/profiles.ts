@@ -122,7 +122,7 @@ function iqCode(err: unknown): number | undefined {
 /** The user part of a JID (`15550101` of `15550101:3@s.whatsapp.net`), safe for a file name. */
 const userOf = (jid: string) => (jidDecode(jid)?.user ?? '').replace(/[^0-9A-Za-z_-]/g, '');
 
-/** The user JID a path's `jid` names (PN JID, `@c.us`, LID or an international number); 400 otherwise. */
+/** Checks that a path's `jid` names a user (PN JID, `@c.us`, LID or an international number); 400 otherwise. */
 function parseUserJid(input: string): string {
   let parsed;
   try {
@@ -270,9 +270,10 @@ export function createProfiles(d: ProfilesDeps): Profiles {
 
   return {
     async contactProfile(connectionId, jidInput, opts = {}) {
-      const given = parseUserJid(jidInput);
+      parseUserJid(jidInput);
       const session = d.liveSession(connectionId);
-      const { chatId } = await d.resolveChat(session, given);
+      // a number the connection does not know yet is checked with WhatsApp (400 when it is not on it)
+      const { chatId } = await d.resolveChat(session, jidInput.trim());
       const me = own(session);
       const isMe = chatId === me.jid || chatId === session.me?.lid;
       const entry = await profileOf(session, chatId, opts.refresh === true, false);

@@ -7,6 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_ABOUT, MAX_PUSH_NAME } from '../../engine/profiles.ts';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
+import { conflict } from '../../errors.ts';
 import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Nullable } from '../schemas.ts';
@@ -55,6 +56,13 @@ const PictureBody = Type.Object(
 const ContactParams = Type.Object({ id: Type.String(), jid: Type.String({ description: 'A user JID or an international number' }) });
 
 export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+  /** The connection of a `/me` route: 409 `Connection is not online` (as GET /me always answered) unless it is. */
+  const onlineConnection = (user: Parameters<typeof ownedConnection>[1], id: string) => {
+    const c = ownedConnection(store, user, id);
+    if (c.status !== 'online' || engine.liveStatus(c.id)?.status !== 'online') throw conflict('Connection is not online');
+    return c;
+  };
+
   api.get(
     '/connections/:id/me',
     {
@@ -67,7 +75,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.ownProfile(ownedConnection(store, request.user, request.params.id).id, { refresh: request.query.refresh }),
+    async (request) => engine.ownProfile(onlineConnection(request.user, request.params.id).id, { refresh: request.query.refresh }),
   );
 
   api.patch(
@@ -82,7 +90,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.updateOwnProfile(ownedConnection(store, request.user, request.params.id).id, request.body),
+    async (request) => engine.updateOwnProfile(onlineConnection(request.user, request.params.id).id, request.body),
   );
 
   api.put(
@@ -98,7 +106,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.setOwnPicture(ownedConnection(store, request.user, request.params.id).id, request.body),
+    async (request) => engine.setOwnPicture(onlineConnection(request.user, request.params.id).id, request.body),
   );
 
   api.get(
