@@ -24,6 +24,7 @@ export type Health = ResponseOf<'/api/', 'get'>;
 export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
 export type ConnectionStatus = Connection['status'];
 export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
+export type ContactProfile = ResponseOf<'/api/connections/{id}/contacts/{jid}/profile', 'get'>;
 export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];
 export type MessagePage = ResponseOf<'/api/connections/{id}/chats/{chatId}/messages', 'get'>;
 type StoredMessage = MessagePage['messages'][number];
