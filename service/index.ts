@@ -38,6 +38,8 @@ const SHUTDOWN_STEP_TIMEOUT_MS = 10_000;
 export interface RunningService {
   /** Base URL of the REST API, e.g. `http://127.0.0.1:7575/api`. */
   apiUrl: string;
+  /** The API's public base URL that `media.url` is built from: `config.publicUrl`, else `apiUrl`. */
+  publicUrl: string;
   /** HTTP URL of the in-process sandbox (sandbox mode only). */
   sandboxUrl?: string;
   /**
@@ -67,6 +69,17 @@ export interface StartOptions {
 /** `http://host:port`, with brackets around IPv6 hosts. */
 export function httpOrigin(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * The Host and Origin values the API accepts besides the loopback ones: `--allowed-hosts`/`--allowed-origins`, plus
+ * the host and origin of `--public-url` (the address the operator declared for clients, a LAN name or a proxy).
+ */
+function publicAccess(config: ServiceConfig): { allowedHosts?: string[]; allowedOrigins?: string[] } {
+  const url = config.publicUrl ? new URL(config.publicUrl) : undefined;
+  const hosts = [...(config.allowedHosts ?? []), ...(url ? [url.host] : [])];
+  const origins = [...(config.allowedOrigins ?? []), ...(url ? [url.origin] : [])];
+  return { ...(hosts.length > 0 && { allowedHosts: hosts }), ...(origins.length > 0 && { allowedOrigins: origins }) };
 }
 
 /**
@@ -115,6 +128,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
+    if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
     // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
     // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
     const loose = repairPrivateModes(config.dataDir);
@@ -154,6 +168,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // One outbound URL policy for webhooks and send-* `url` fetches (net/outbound.ts).
     const policy = new OutboundPolicy({
       allowLan: config.allowLanWebhooks === true,
+      // Sandbox mode is a test mode: webhook receivers on this machine need no switch (send-* url stays strict).
+      allowLoopbackWebhooks: config.sandbox,
       allowLanSetting: () => store.webhooks.allowLanSetting(),
       ...(opts.resolve && { resolve: opts.resolve }),
     });
@@ -208,8 +224,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       webhooks: { policy, wake: () => dispatcher.wake(), deleted: (id) => dispatcher.deleted(id) },
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
-      ...(config.allowedHosts && { allowedHosts: config.allowedHosts }),
-      ...(config.allowedOrigins && { allowedOrigins: config.allowedOrigins }),
+      ...publicAccess(config),
       userCaps: {
         ...(config.maxStreamsPerUser !== undefined && { maxStreams: config.maxStreamsPerUser }),
         ...(config.maxLargeUploadsPerUser !== undefined && { maxLargeUploads: config.maxLargeUploadsPerUser }),
@@ -219,6 +234,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     await app.listen({ host: config.host, port: config.port });
     const { port } = app.server.address() as AddressInfo;
     consoleOrigin = httpOrigin(config.host, port);
+    const apiUrl = consoleOrigin + API_PREFIX;
+    // Media URLs name the address clients use: --public-url, else the one printed on the API: line.
+    if (!config.publicUrl) store.mediaUrls.setBase(apiUrl);
     policy.ownPort = port;
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
@@ -235,7 +253,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     let closing: Promise<void> | undefined;
     return {
-      apiUrl: httpOrigin(config.host, port) + API_PREFIX,
+      apiUrl,
+      publicUrl: store.mediaUrls.base,
       ...(sandboxUrl && { sandboxUrl }),
       issueLocalToken: (userName, tokenName) =>
         store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),

@@ -53,14 +53,12 @@ export function handleFrame(frame: EventFrame, client: ApiClient): void {
       const status = str(p.status) as ConnectionStatus | undefined;
       if (!status) return;
       const conns = useConnections.getState();
-      if (!conns.items.some((c) => c.id === frame.connectionId) && status !== 'stopped') {
-        void client.getConnection(frame.connectionId).then((c) => useConnections.getState().upsert(c), () => undefined);
-      } else {
-        conns.applyStatus(frame.connectionId, status);
-        // phoneNumber appears once linked
-        if (status === 'connected' || status === 'online') {
-          void client.getConnection(frame.connectionId).then((c) => useConnections.getState().upsert(c), () => undefined);
-        }
+      const known = conns.items.some((c) => c.id === frame.connectionId);
+      // Applied in arrival (seq) order; an API answer requested before this event cannot overwrite it.
+      conns.applyStatus(frame.connectionId, status, str(p.reason) ?? null, frame.timestamp);
+      // A connection not listed yet, or one that just linked (its phoneNumber appears): read the record.
+      if ((!known && status !== 'stopped') || status === 'connected' || status === 'online') {
+        void conns.track(client.getConnection(frame.connectionId)).catch(() => undefined);
       }
       return;
     }

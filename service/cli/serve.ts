@@ -16,6 +16,9 @@ Runs the Switchboard service: the REST API under /api and the WebSocket event st
 Options:
   --host HOST              Interface to listen on (default 127.0.0.1; env SWITCHBOARD_HOST)
   --port PORT              API port, 0 picks a free one (default 7575; env SWITCHBOARD_PORT)
+  --public-url URL         The API's address as clients reach it (a LAN address, a reverse proxy), e.g.
+                           https://wa.example.com/api: media URLs are built from it and its host is accepted
+                           (default: the URL on the API: line; env SWITCHBOARD_PUBLIC_URL)
   --data-dir DIR           Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder,
                            with a separate sandbox/ folder in sandbox mode)
   --sandbox                Test mode: start the built-in WhatsApp sandbox and connect to it (env SWITCHBOARD_SANDBOX=1)
@@ -35,7 +38,8 @@ Options:
   --online-fallback-ms MS  A logged-in connection goes online this long after login even without the server's
                            offline-delivered marker (default 20000; env SWITCHBOARD_ONLINE_FALLBACK_MS)
   --allow-lan-webhooks     Let webhooks (also http://) and send-* url fetches reach loopback/private/ULA/CGNAT
-                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)
+                           addresses (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting);
+                           in sandbox mode webhooks may reach loopback without it
   --webhook-retry-delays MS,MS,MS,MS,MS  Delays before webhook attempts 1-5, the first 0
                            (default 0,5000,300000,1800000,7200000, each x U(0.8,1.2); env SWITCHBOARD_WEBHOOK_RETRY_DELAYS)
   --event-retention-days N Days the event log keeps events (default 7; env SWITCHBOARD_EVENT_RETENTION_DAYS)
@@ -116,6 +120,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'min-free-mb': { type: 'string' },
     'max-streams-per-user': { type: 'string' },
     'max-large-uploads-per-user': { type: 'string' },
+    'public-url': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -158,6 +163,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     minFreeMb: values['min-free-mb'],
     maxStreamsPerUser: values['max-streams-per-user'],
     maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
+    publicUrl: values['public-url'],
   });
   const logger = createLogger(config.logLevel, config.logFormat);
   await ensureConsoleBuilt(); // a checkout's first run: the console at / works without a separate build step
@@ -165,7 +171,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const service = await startService(config, { logger });
   process.stdout.write(`API: ${service.apiUrl}\n`);
   if (service.sandboxUrl) process.stdout.write(`Sandbox: ${service.sandboxUrl}\n`);
-  logger.info({ apiUrl: service.apiUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir }, 'switchboard ready');
+  logger.info(
+    { apiUrl: service.apiUrl, publicUrl: service.publicUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir },
+    'switchboard ready',
+  );
 
   const signal = await stopRequested;
   logger.info({ signal }, 'shutting down');

@@ -62,6 +62,12 @@ export interface ServiceConfig {
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
   maxLargeUploadsPerUser?: number;
+  /**
+   * The API's public base URL (`--public-url`, e.g. `https://wa.example.com/api`, no trailing `/`): Messages'
+   * `media.url` is built from it, and its host and origin are accepted like the loopback ones. Absent: the URL
+   * printed on the `API:` line.
+   */
+  publicUrl?: string;
 }
 
 export const DEFAULT_MIN_FREE_MB = 100;
@@ -136,6 +142,7 @@ export interface ConfigFlags {
   minFreeMb?: string;
   maxStreamsPerUser?: string;
   maxLargeUploadsPerUser?: string;
+  publicUrl?: string;
 }
 
 /** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
@@ -251,6 +258,20 @@ function parseRate(s: Setting | undefined): { max: number; windowMs: number } {
   return { max: Number(m[1]), windowMs };
 }
 
+/** An absolute http(s) URL without credentials, query or fragment; returned without trailing slashes. */
+function parsePublicUrl(s: Setting | undefined): string | undefined {
+  if (!s) return undefined;
+  const expected = 'expected the API\'s public base URL: http:// or https://, no query, fragment or credentials (e.g. https://wa.example.com/api)';
+  let url: URL;
+  try {
+    url = new URL(s.value.trim());
+  } catch {
+    throw invalid(s, expected);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.username || url.password || /[?#]/.test(s.value)) throw invalid(s, expected);
+  return url.href.replace(/\/+$/, '');
+}
+
 function parseList(s: Setting | undefined): string[] {
   return s ? s.value.split(',').map((v) => v.trim()).filter((v) => v !== '') : [];
 }
@@ -343,7 +364,7 @@ export function resolveSandboxMode(flags: Pick<ConfigFlags, 'sandbox'>, env: Env
 
 /**
  * Settings of `serve`. Env: SWITCHBOARD_HOST, _PORT, _DATA_DIR, _SANDBOX, _SANDBOX_PORT, _WA_URL, _WA_ROOT_KEY,
- * _LOG_LEVEL, _WORKER_ID, _TYPING_DELAY_MS.
+ * _LOG_LEVEL, _WORKER_ID, _TYPING_DELAY_MS, _PUBLIC_URL, ….
  * @throws ConfigError naming the flag or variable that holds an unusable value.
  */
 export function resolveServiceConfig(
@@ -361,6 +382,7 @@ export function resolveServiceConfig(
       `${setting(flags.waUrl, 'wa-url', env, 'SWITCHBOARD_WA_URL')!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
     );
   }
+  const publicUrl = parsePublicUrl(setting(flags.publicUrl, 'public-url', env, 'SWITCHBOARD_PUBLIC_URL'));
   return {
     host: setting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(flags.port, 'port', env, 'SWITCHBOARD_PORT'), DEFAULT_PORT),
@@ -374,6 +396,7 @@ export function resolveServiceConfig(
     workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
     minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
+    ...(publicUrl && { publicUrl }),
     ...webhookSettings(flags, env),
     ...messageSettings(flags, env),
     ...security(flags, env),

@@ -88,6 +88,7 @@ export function connectionsRepo(db: Db) {
   const q = {
     get: db.prepare(`SELECT * FROM connections WHERE id = ?`),
     listByUser: db.prepare(`SELECT * FROM connections WHERE user_id = ? AND status <> 'stopped' ORDER BY created_at, id`),
+    listAllByUser: db.prepare(`SELECT * FROM connections WHERE user_id = ? ORDER BY created_at, id`),
     listActive: db.prepare(`SELECT * FROM connections WHERE status <> 'stopped' ORDER BY created_at, id`),
     countActiveByUser: db.prepare(`SELECT count(*) AS n FROM connections WHERE user_id = ? AND status <> 'stopped'`),
     countActive: db.prepare(`SELECT count(*) AS n FROM connections WHERE status <> 'stopped'`),
@@ -117,9 +118,9 @@ export function connectionsRepo(db: Db) {
       const r = q.get.get(id) as RawRow | undefined;
       return r && toRow(r);
     },
-    /** The user's connections except `stopped`, oldest first. */
-    listByUser(userId: string): ConnectionRow[] {
-      return (q.listByUser.all(userId) as RawRow[]).map(toRow);
+    /** The user's connections except `stopped` (or with them: `includeStopped`), oldest first. */
+    listByUser(userId: string, opts: { includeStopped?: boolean } = {}): ConnectionRow[] {
+      return ((opts.includeStopped ? q.listAllByUser : q.listByUser).all(userId) as RawRow[]).map(toRow);
     },
     /** Every connection not `stopped`, for starting sessions at boot. */
     listActive(): ConnectionRow[] {

@@ -12,6 +12,7 @@ import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
+import { MediaUrls } from './media-url.ts';
 import { messagesRepo } from './messages.ts';
 import { searchIndex } from './search.ts';
 import { tokensRepo } from './tokens.ts';
@@ -76,6 +77,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const webhooks = webhooksRepo(db);
   const deliveries = deliveriesRepo(db);
   const search = searchIndex(db);
+  const mediaUrls = new MediaUrls();
   const bus = new EventBus();
   const pending: Array<[userId: string, event: LoggedEvent]> = [];
   let storage: StorageState = { state: 'ok' };
@@ -360,7 +362,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     authState: authStateRepo(db),
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
-    messages: messagesRepo(db, search),
+    messages: messagesRepo(db, search, mediaUrls),
+    /** The public API base URL that Messages' `media.url` is built from (media-url.ts); set by startService. */
+    mediaUrls,
     /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
     search,
     billing: billingRepo(db),

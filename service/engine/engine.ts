@@ -383,6 +383,22 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     },
     stop,
     currentQr: (connectionId) => sessions.get(connectionId)?.qr,
+    async requestPairingCode(connectionId, phoneNumber) {
+      const digits = numberDigits(phoneNumber);
+      if (!digits) throw badRequest('phoneNumber must be an international phone number (e.g. +15550100) or a user JID');
+      const session = sessions.get(connectionId);
+      const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
+      const sock = session?.pairingSocket;
+      if (!session || !sock) {
+        throw conflict(status === 'connected' || status === 'online' ? 'Connection is already linked' : `Connection is not waiting to be linked (status: ${status})`);
+      }
+      try {
+        return await session.phoneCode.request(sock, digits);
+      } catch (err) {
+        logger.info({ err, connectionId }, 'pairing code request failed');
+        throw conflict('Connection is not waiting to be linked (its connection to WhatsApp closed; retry in a few seconds)');
+      }
+    },
     sendText: (connectionId, input: SendTextInput) => send(connectionId, { ...input, type: 'text' }),
     send,
     async react(connectionId, input) {

@@ -28,13 +28,14 @@ import {
   type MessageMedia,
   type StoredMessage,
 } from '../db/messages.ts';
+import { mediaFileOfUrl } from '../db/media-url.ts';
 
 /** The chat id of status posts (stories). */
 export const STATUS_JID = 'status@broadcast';
 
 export interface ModelContext {
-  /** API path prefix of this connection, e.g. `/api/connections/<id>`; media URLs hang below it. */
-  connectionPath: string;
+  /** The absolute media URL of a file of this connection (`store.mediaUrls.of`, db/media-url.ts). */
+  mediaUrl(file: string): string;
   /** Own phone-number JID `<digits>@s.whatsapp.net` (null before linking). */
   ownJid: string | null;
   /** Own LID `<digits>@lid`, if known. */
@@ -334,12 +335,7 @@ export function mediaFileName(keyId: string, mimetype: string): string {
 
 /** The on-disk file name of a stored message's media (the last segment of its proxy URL). */
 export function mediaFileNameOf(media: MessageMedia): string | undefined {
-  const last = media.url.slice(media.url.lastIndexOf('/') + 1);
-  try {
-    return decodeURIComponent(last) || undefined;
-  } catch {
-    return undefined;
-  }
+  return mediaFileOfUrl(media.url);
 }
 
 function contextInfoOf(content: proto.IMessage): proto.IContextInfo | undefined {
@@ -359,7 +355,7 @@ function mediaOf(content: proto.IMessage, keyId: string, ctx: ModelContext): Mes
     const mimetype = m.mimetype ?? 'application/octet-stream';
     const filename = mediaFileName(keyId, mimetype);
     return {
-      url: `${ctx.connectionPath}/media/${encodeURIComponent(filename)}`,
+      url: ctx.mediaUrl(filename),
       mimetype,
       filename: m.fileName ?? null,
       size: m.fileLength == null ? null : Number(m.fileLength),

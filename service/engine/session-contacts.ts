@@ -61,7 +61,7 @@ export class SessionContacts {
     const me = this.me();
     const { store, connectionId } = this;
     return {
-      connectionPath: `/api/connections/${connectionId}`,
+      mediaUrl: (file) => store.mediaUrls.of(connectionId, file),
       ownJid: me?.jid ?? null,
       ownLid: me?.lid ?? null,
       pnForLid: (lid) => {

@@ -36,6 +36,7 @@ import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import type { Message } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
+import { forgetUnfinishedPairing, isLinked, linkedMe, PhoneCodePairing } from './pairing.ts';
 import { baileysLogger } from './baileys-logger.ts';
 import { CallBook } from './calls.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
@@ -141,6 +142,8 @@ export class Session {
   readonly #groups: SessionGroups;
   /** Baileys events → message model → store (session-ingest.ts). */
   readonly #ingest: SessionIngest;
+  /** Linking by phone code instead of a QR scan (pairing.ts). */
+  readonly phoneCode: PhoneCodePairing;
 
   constructor(
     connection: ConnectionRow,
@@ -150,6 +153,7 @@ export class Session {
     this.userId = connection.userId;
     this.#contacts = new SessionContacts(deps.store, connection.id, () => this.me);
     this.#log = deps.logger.child({ connectionId: connection.id });
+    this.phoneCode = new PhoneCodePairing(this.#log);
     this.#media = new SessionMedia({
       store: deps.store,
       media: deps.media,
@@ -230,6 +234,11 @@ export class Session {
     return this.#status === 'scan_qr' ? this.#qr : undefined;
   }
 
+  /** The socket showing QR codes while the session waits to be linked (status `scan_qr`); undefined otherwise. */
+  get pairingSocket(): WASocket | undefined {
+    return this.#status === 'scan_qr' ? this.#sock : undefined;
+  }
+
   /** The live socket of an open session; undefined otherwise. */
   get socket(): WASocket | undefined {
     return this.#status === 'online' || this.#status === 'connected' ? this.#sock : undefined;
@@ -237,7 +246,7 @@ export class Session {
 
   /** Own identity from the live creds (sock.user is a stale snapshot in rc14, brief A9). */
   get me(): { jid: string; lid: string | null; name: string } | undefined {
-    const me = this.#auth?.creds.me;
+    const me = linkedMe(this.#auth?.creds);
     if (!me?.id) return undefined;
     return { jid: jidNormalizedUser(me.id), lid: me.lid ? jidNormalizedUser(me.lid) : null, name: me.name ?? '' };
   }
@@ -250,7 +259,7 @@ export class Session {
   start(): void {
     this.#stopped = false;
     this.#unsubscribeCommitFailure ??= this.deps.store.onCommitFailure((err) => this.#onCommitFailure(err));
-    const linked = !!loadAuthState(this.deps.store.authState, this.connectionId).creds.me;
+    const linked = isLinked(loadAuthState(this.deps.store.authState, this.connectionId).creds);
     // A new connection is already `starting` in the database: announce it anyway, with no previous status.
     this.#setStatus('starting', linked ? 'resuming linked session' : 'new session', { announce: true });
     this.#connect();
@@ -274,7 +283,7 @@ export class Session {
     this.#ingest.dropHistoryHolds(!!opts.logout);
     this.#acks.settleAll('closed');
     if (sock) {
-      if (opts.logout && this.#auth?.creds.me) {
+      if (opts.logout && isLinked(this.#auth?.creds)) {
         await Promise.race([sock.logout().catch(() => undefined), delay(3000)]);
       }
       sock.end(undefined);
@@ -302,6 +311,7 @@ export class Session {
     // Signal key writes join the group commit, coalesced: written once, right before the batch that holds the
     // messages they decrypted commits; frames (the receipts) leave only after that commit.
     const auth = loadAuthState(store.authState, this.connectionId, { deferWrites: (flush) => store.beforeCommit(flush) });
+    if (forgetUnfinishedPairing(auth.creds)) auth.saveCreds(); // a phone code asked for on an earlier socket (pairing.ts)
     this.#auth = auth;
     this.#pendingDone = false;
     this.#socketOpen = false;
@@ -330,6 +340,7 @@ export class Session {
       },
     });
     this.#sock = sock;
+    this.phoneCode.attach(sock, auth.creds);
     clearTimeout(this.#connectTimer);
     const connectTimeoutMs = this.deps.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     this.#connectTimer = setTimeout(() => {
@@ -546,7 +557,7 @@ export class Session {
     clearTimeout(this.#onlineFallbackTimer);
     const code = (error as Boom | undefined)?.output?.statusCode;
     const message = error?.message ?? 'connection closed';
-    const linked = !!this.#auth?.creds.me;
+    const linked = isLinked(this.#auth?.creds);
     this.#log.info({ code, message, linked }, 'socket closed');
     this.#sock = undefined;
     this.#ingest.dropHistoryHolds();

@@ -132,6 +132,13 @@ export interface Engine extends Operations, Profiles {
   /** Latest QR string of a connection waiting for a scan; undefined while none exists yet. */
   currentQr(connectionId: string): string | undefined;
   /**
+   * Asks WhatsApp for an 8-character code that links the connection when typed on the phone of `phoneNumber`
+   * (an international number or a user JID), instead of a QR scan; the same number gets the same code while the
+   * connection waits. @returns the code as shown, `ABCD-EFGH`.
+   * @throws ServiceError 400 malformed phoneNumber, 409 not waiting to be linked (status other than `scan_qr`).
+   */
+  requestPairingCode(connectionId: string, phoneNumber: string): Promise<string>;
+  /**
    * Sends a text and returns the stored Message.
    * @throws ServiceError 400 bad chatId / unknown replyTo / not on WhatsApp, 409 connection not online.
    */

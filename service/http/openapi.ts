@@ -45,7 +45,7 @@ const ERRORS = {
 export const ROUTE_SUMMARIES: Record<string, string> = {
   'GET /api': 'Health (no authentication)',
   'GET /api/openapi.json': 'This OpenAPI document (no authentication)',
-  'GET /api/connections': 'List your connections (excludes stopped ones)',
+  'GET /api/connections': 'List your connections (excludes deleted ones unless include=deleted)',
   'POST /api/connections': 'Create a connection',
   'POST /api/connections/get-or-create': 'Reuse a connection waiting for a scan, or create one',
   'GET /api/connections/:id': 'Get a connection',
@@ -53,6 +53,7 @@ export const ROUTE_SUMMARIES: Record<string, string> = {
   'DELETE /api/connections/:id': 'Delete (stop) a connection',
   'POST /api/connections/:id/restart': 'Restart a connection’s session',
   'GET /api/connections/:id/qr': 'QR code to link the connection (503 while booting)',
+  'POST /api/connections/:id/pairing-code': 'Code to link the connection by typing it on the phone instead of scanning the QR',
   'GET /api/connections/:id/me': 'Profile of the linked account (connection must be online)',
   'PATCH /api/connections/:id/me': 'Change the account’s push name or about text',
   'PUT /api/connections/:id/me/picture': 'Set the account’s profile picture (JPEG or PNG)',

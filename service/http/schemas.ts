@@ -31,7 +31,12 @@ export const MessageSchema = Type.Object({
   quotedMessageId: Nullable(Type.String()),
   media: Nullable(
     Type.Object({
-      url: Type.String(),
+      url: Type.String({
+        format: 'uri',
+        description:
+          'Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same ' +
+          '`Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.',
+      }),
       mimetype: Type.String(),
       filename: Nullable(Type.String()),
       size: Nullable(Type.Integer()),

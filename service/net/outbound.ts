@@ -3,10 +3,13 @@
  * fetches on a user's behalf — webhook URLs (at create/update and on each delivery) and the `url` field of the
  * send-* routes (media by URL).
  *
- * - Schemes: webhooks `https://`, `http://` only with LAN access allowed; media `https://` only (outgoing.ts).
+ * - Schemes: webhooks `https://`, `http://` only with LAN access allowed (or to loopback in sandbox mode); media
+ *   `https://` only (outgoing.ts).
  * - Addresses: the host is resolved first (every address of the answer is checked). Loopback, private (RFC 1918),
  *   CGNAT (100.64/10) and ULA (fc00::/7) targets, and `localhost` / `*.localhost`, need LAN access allowed (the
- *   operator switch `allowLanWebhooks`: flag, env or setting). Link-local (169.254/16, fe80::/10), cloud metadata
+ *   operator switch `allowLanWebhooks`: flag, env or setting), except that in sandbox mode (a test mode) webhook
+ *   URLs may target loopback (`http://` too) without it (`allowLoopbackWebhooks`; send-* `url` fetches stay
+ *   strict). Link-local (169.254/16, fe80::/10), cloud metadata
  *   (169.254.169.254, fd00:ec2::254, 100.100.100.200, 192.0.0.192), unspecified, multicast, broadcast, reserved
  *   and documentation ranges, IPv4-compatible IPv6 (`::a.b.c.d`), 6to4, Teredo and the service's own port are
  *   always refused. Every spelling is covered: the WHATWG URL parser turns decimal, octal, hex and short IPv4
@@ -101,9 +104,20 @@ function describe(range: string): string {
   }
 }
 
+/** What an outbound URL is for: a webhook target, or a URL fetched for a send-* route. */
+export type OutboundUse = 'webhook' | 'fetch';
+
+/** How a refused LAN target or http:// URL names the switch that allows it (serve flag, env, setting). */
+export const LAN_SWITCH_HINT = 'serve --allow-lan-webhooks (or SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)';
+
 export interface OutboundPolicyOptions {
   /** Operator switch from flags/env (`allowLanWebhooks`); the `settings` table can also turn it on. */
   allowLan: boolean;
+  /**
+   * Webhook URLs may target loopback (127.0.0.0/8, ::1, `localhost`; `http://` too) without `allowLan`: on in
+   * sandbox mode, a test mode whose receivers usually run on the same machine. Never applies to send-* `url`.
+   */
+  allowLoopbackWebhooks?: boolean;
   /** Reads the `settings` value of `allowLanWebhooks` (checked on every use). */
   allowLanSetting?: () => boolean;
   /** The service's own listen port, once known. */
@@ -149,6 +163,11 @@ export class OutboundPolicy {
     return this.#opts.allowLan || (this.#opts.allowLanSetting?.() ?? false);
   }
 
+  /** Whether an address of class `lan` in `range` may be reached for `use`. */
+  #lanAllowed(range: string, use: OutboundUse): boolean {
+    return this.allowLan || (use === 'webhook' && range === 'loopback' && this.#opts.allowLoopbackWebhooks === true);
+  }
+
   /**
    * A webhook URL's static checks (scheme, credentials, IP-literal and `localhost` hosts); returns the parsed URL,
    * shared between calls with the same `raw` (do not modify it). @throws OutboundRefusedError
@@ -178,27 +197,27 @@ export class OutboundPolicy {
       throw new OutboundRefusedError('url must be an absolute http(s) URL');
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundRefusedError('url must use https://');
-    if (url.protocol === 'http:' && !this.allowLan) {
-      throw new OutboundRefusedError('url must use https:// (http:// needs the operator setting allowLanWebhooks)');
+    if (url.protocol === 'http:' && !this.allowLan && !(this.#opts.allowLoopbackWebhooks && isLoopbackHost(hostOf(url)))) {
+      throw new OutboundRefusedError(`url must use https:// (http:// needs ${LAN_SWITCH_HINT})`);
     }
-    this.checkHost(url);
+    this.checkHost(url, 'webhook');
     return url;
   }
 
   /** Checks what a URL says without DNS: no credentials; an IP literal or a `localhost` name is checked as an address. @throws OutboundRefusedError */
-  checkHost(url: URL): void {
+  checkHost(url: URL, use: OutboundUse = 'fetch'): void {
     if (url.username || url.password) throw new OutboundRefusedError('url must not contain credentials');
     const host = hostOf(url);
-    if (ipaddr.isValid(host)) this.checkAddress(host, portOf(url));
-    else if (isLocalhostName(host)) this.checkAddress('127.0.0.1', portOf(url));
+    if (ipaddr.isValid(host)) this.checkAddress(host, portOf(url), use);
+    else if (isLocalhostName(host)) this.checkAddress('127.0.0.1', portOf(url), use);
   }
 
-  /** Checks one resolved address for a target on `port`. @throws OutboundRefusedError */
-  checkAddress(address: string, port: number): void {
+  /** Checks one resolved address for a target on `port`, used for `use`. @throws OutboundRefusedError */
+  checkAddress(address: string, port: number, use: OutboundUse = 'fetch'): void {
     const { cls, range, normalized } = classifyAddress(address);
     if (cls === 'refused') throw new OutboundRefusedError(`url resolves to ${describe(range)} (${normalized}), which is never allowed`);
-    if (cls === 'lan' && !this.allowLan) {
-      throw new OutboundRefusedError(`url resolves to a ${range} address (${normalized}); LAN targets need the operator setting allowLanWebhooks`);
+    if (cls === 'lan' && !this.#lanAllowed(range, use)) {
+      throw new OutboundRefusedError(`url resolves to a ${range} address (${normalized}); LAN targets need ${LAN_SWITCH_HINT}`);
     }
     if (this.#opts.ownPort !== undefined && port === this.#opts.ownPort && isOwnAddress(normalized)) {
       throw new OutboundRefusedError("url points at this service's own port");
@@ -209,15 +228,15 @@ export class OutboundPolicy {
    * Every address of `url`'s host, each checked (an IP literal or `localhost` without DNS).
    * @throws OutboundRefusedError for a refused address; the resolver's error when the name does not resolve
    */
-  async resolve(url: URL): Promise<dns.LookupAddress[]> {
-    this.checkHost(url);
+  async resolve(url: URL, use: OutboundUse = 'fetch'): Promise<dns.LookupAddress[]> {
+    this.checkHost(url, use);
     const host = hostOf(url);
     const port = portOf(url);
     if (ipaddr.isValid(host)) return [{ address: host, family: host.includes(':') ? 6 : 4 }];
     if (isLocalhostName(host)) return [{ address: '127.0.0.1', family: 4 }];
     const addresses = await this.#resolve(host);
     if (addresses.length === 0) throw new OutboundRefusedError(`${host} has no addresses`);
-    for (const a of addresses) this.checkAddress(a.address, port);
+    for (const a of addresses) this.checkAddress(a.address, port, use);
     return addresses;
   }
 
@@ -225,7 +244,7 @@ export class OutboundPolicy {
   async checkUrl(raw: string): Promise<URL> {
     const url = this.checkWebhookUrl(raw);
     try {
-      await this.resolve(url);
+      await this.resolve(url, 'webhook');
     } catch (err) {
       if (err instanceof OutboundRefusedError) throw err;
       // offline or not yet in DNS: checked again at delivery
@@ -234,8 +253,8 @@ export class OutboundPolicy {
   }
 
   /**
-   * An undici `connect.lookup` for a long-lived agent whose connections go to `port`: every new connection
-   * resolves the name once, checks every address and connects to a checked one.
+   * An undici `connect.lookup` for a webhook's long-lived agent whose connections go to `port`: every new
+   * connection resolves the name once, checks every address (as a webhook target) and connects to a checked one.
    */
   lookupFor(port: number): ConnectLookup {
     return (hostname, options, callback) => {
@@ -246,7 +265,7 @@ export class OutboundPolicy {
         (addresses) => {
           try {
             if (addresses.length === 0) throw new OutboundRefusedError(`${host} has no addresses`);
-            for (const a of addresses) this.checkAddress(a.address, port);
+            for (const a of addresses) this.checkAddress(a.address, port, 'webhook');
           } catch (err) {
             return callback(err as Error, []);
           }
@@ -335,6 +354,11 @@ export function portOf(url: URL): number {
 
 function isLocalhostName(host: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost');
+}
+
+/** Whether a URL's host (from `hostOf`) is a loopback IP literal in any spelling, or a `localhost` name. */
+function isLoopbackHost(host: string): boolean {
+  return isLocalhostName(host) || (ipaddr.isValid(host) && classifyAddress(host).range === 'loopback');
 }
 
 function isOwnAddress(address: string): boolean {

@@ -2,7 +2,7 @@
  * The sandbox admin HTTP API (JSON) — a binding contract other programs depend on.
  *
  *   GET  /                                → 200 { name, rootPublicKey (hex), wsUrl, caCertPem, mediaHost, accounts,
- *                                             online, pairing }
+ *                                             online, pairing, linkCodes (companions waiting for a phone code) }
  *   GET  /accounts                        → 200 [{ phoneNumber, jid, lid, pushName }]
  *   POST /accounts { phoneNumber, pushName } → 201 account | 400 | 409
  *   GET  /accounts/:phoneNumber           → 200 account | 404            (extra)
@@ -14,11 +14,17 @@
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
+ *   POST /accounts/:phoneNumber/link-code { code } → 200 { jid, lid, deviceId } once that phone entered the code a
+ *                                            companion showed ("Link with phone number instead") and pairing
+ *                                            succeeded | 400 (malformed or wrong code, no companion waiting for a
+ *                                            code for this phone) | 404 | 409 | 502 | 504
  *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
+ *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
+ *                                           loses its connection without a word, as in a network drop
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
  *        the recipient` (the `to` account blocked this phone)
  *   POST /accounts/:phoneNumber/calls { to, isVideo? } → 201 call — that phone calls `to` (an `<offer>` to its online
@@ -94,6 +100,7 @@ import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
+import { normaliseLinkCode } from './link-code.ts';
 import { MAX_ABOUT, ProfileInputError } from './profiles.ts';
 import type { AccountRow, GroupRow, MessageRow } from './store.ts';
 import { parseHost } from '../net/host.ts';
@@ -374,6 +381,7 @@ export function createAdminHandler(
       accounts: accounts.count(),
       online: ctx.delivery.onlineCount,
       pairing: ctx.pairing.waitingCount,
+      linkCodes: ctx.linkCodes.waitingCount,
     }),
   );
 
@@ -443,6 +451,19 @@ export function createAdminHandler(
     const qr = requireString(body, 'qr', 4096);
     try {
       return send(res, 200, await ctx.pairing.scan(account, qr));
+    } catch (err) {
+      if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
+      throw err;
+    }
+  });
+
+  on('POST', '/accounts/:phoneNumber/link-code', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const code = typeof body.code === 'string' ? normaliseLinkCode(body.code) : undefined;
+    if (!code) throw new HttpError(400, 'code is required and must be the 8 letters or digits the device shows (e.g. ABCD-EFGH)');
+    try {
+      return send(res, 200, await ctx.linkCodes.enter(account, code));
     } catch (err) {
       if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
       throw err;
@@ -574,6 +595,9 @@ export function createAdminHandler(
     ctx.delivery.withholdOfflineMarker = body.withhold;
     noContent(res);
   });
+
+  // Every client waiting to be linked loses its connection without a word, as in a network drop.
+  on('POST', '/faults/drop-unlinked', (_req, res) => send(res, 200, { dropped: ctx.pairing.dropWaiting() }));
 
   on('POST', '/accounts/:phoneNumber/messages/:id/expire-media', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);

@@ -10,6 +10,7 @@ import type { Calls } from './calls.ts';
 import type { ServerIdentity } from './certs.ts';
 import type { Delivery } from './delivery.ts';
 import type { Groups } from './groups.ts';
+import type { LinkCodes } from './link-code.ts';
 import type { MediaHost } from './media.ts';
 import type { Messaging } from './messaging.ts';
 import type { Pairing } from './pairing.ts';
@@ -25,6 +26,8 @@ export interface SandboxContext {
   accounts: Accounts;
   phones: Phones;
   pairing: Pairing;
+  /** Linking by phone code (`link_code_companion_reg`). */
+  linkCodes: LinkCodes;
   delivery: Delivery;
   messaging: Messaging;
   groups: Groups;

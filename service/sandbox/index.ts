@@ -28,6 +28,7 @@ import { Delivery } from './delivery.ts';
 import { Blocklist } from './blocklist.ts';
 import { Calls } from './calls.ts';
 import { Groups } from './groups.ts';
+import { LinkCodes } from './link-code.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
 import { Profiles } from './profiles.ts';
@@ -122,6 +123,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
     ctx.delivery.onDevicePreKeyTaken(pn, deviceId, remaining),
   );
   ctx.pairing = new Pairing(ctx);
+  ctx.linkCodes = new LinkCodes(ctx);
   ctx.messaging = new Messaging(ctx);
   ctx.groups = new Groups(ctx);
   ctx.blocklist = new Blocklist(store.db);

@@ -3,9 +3,9 @@
  * costs the client `defaultQueryTimeoutMs` (60 s), so unknown ones get a bare `<iq type="result"/>`.
  *
  * Owns: prekey count/upload/digest/rotate and key-bundle fetches (`xmlns="encrypt"`), passive, ping,
- * abt props, blocklist, privacy (settings and tokens), media_conn, dirty bits, companion removal on logout; usync
- * is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`, app-state sync to `app-state.ts`, profile pictures
- * and about texts (`w:profile:picture`, `status`) to `profiles.ts`.
+ * abt props, blocklist, privacy (settings and tokens), media_conn, dirty bits, companion removal on logout, linking by
+ * phone code (`link-code.ts`); usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`, app-state sync to
+ * `app-state.ts`, profile pictures and about texts (`w:profile:picture`, `status`) to `profiles.ts`.
  */
 import { getBinaryNodeChild, getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
 import type { SandboxContext } from './context.ts';
@@ -81,6 +81,7 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       return ctx.profiles.handleStatusIq(conn, iq);
     case 'md':
       if (child === 'remove-companion-device' && first) return removeCompanion(ctx, conn, iq, first);
+      if (child === 'link_code_companion_reg' && first) return ctx.linkCodes.onIq(conn, iq, first);
       return conn.reply(iq);
     default:
       return conn.reply(iq);

@@ -9,7 +9,7 @@ import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-libra
 import type { ReactNode } from 'react';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient, ApiError } from '../../renderer/src/api/client.ts';
-import type { Message, MessagePage } from '../../renderer/src/api/types.ts';
+import type { Connection, Message, MessagePage } from '../../renderer/src/api/types.ts';
 import { useConnections } from '../../renderer/src/stores/connections.ts';
 import { useSession } from '../../renderer/src/stores/session.ts';
 import { canEdit, EDIT_WINDOW_SECONDS, PAGE_SIZE, useThread } from '../../renderer/src/stores/thread.ts';
@@ -105,6 +105,24 @@ describe('thread store', () => {
   });
 });
 
+describe('media URLs', () => {
+  const client = new ApiClient({ baseUrl: 'http://127.0.0.1:7575/api', token: 'wh_x' });
+  const file = '/connections/c1/media/ABC.png';
+
+  it('fetches an absolute media.url on the API origin as given, without prefixing it', () => {
+    expect(client.resolveMediaUrl(`http://127.0.0.1:7575/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+
+  it('fetches the file of a media.url on another address (--public-url) through its own API base', () => {
+    expect(client.resolveMediaUrl(`https://wa.example.com/switchboard/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+    expect(client.resolveMediaUrl(`http://localhost:7575/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+
+  it('still resolves the relative paths of older services', () => {
+    expect(client.resolveMediaUrl(`/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+});
+
 describe('message actions', () => {
   it('deletes an own message for everyone and forwards one, through the API client', async () => {
     const mine = msg(5, { fromMe: true, senderPushName: '' });
@@ -191,5 +209,69 @@ describe('pairing QR view', () => {
     await act(async () => vi.advanceTimersByTimeAsync(1300));
     expect(onLinked).toHaveBeenCalledTimes(1);
     vi.useRealTimers();
+  });
+});
+
+describe('connection status order (no stale status after a newer event)', () => {
+  const conn = (id: string, status: Connection['status'], over: Partial<Connection> = {}): Connection => ({
+    id,
+    userId: 'u',
+    workerId: 'local',
+    sessionName: `s_${id}`,
+    phoneNumber: null,
+    status,
+    statusReason: null,
+    engine: 'NOWEB',
+    rejectCalls: false,
+    rejectCallsMessage: null,
+    name: null,
+    createdAt: '2025-01-01T00:00:00.000Z',
+    updatedAt: '2025-01-01T00:00:00.000Z',
+    ...over,
+  });
+  /** A promise resolved from outside: an API answer that arrives when the test says. */
+  const later = <T,>() => {
+    let resolve!: (v: T) => void;
+    const promise = new Promise<T>((r) => (resolve = r));
+    return { promise, resolve };
+  };
+
+  it('an answer requested before a status event keeps the event’s status; one requested after it is taken', async () => {
+    useConnections.setState({ items: [], marks: {}, statusVersion: 0, deleted: null });
+    const s = () => useConnections.getState();
+    // get-or-create answers "starting" after the session already said scan_qr (its QR is on screen).
+    const created = later<Connection>();
+    const tracked = s().track(created.promise);
+    s().applyStatus('c1', 'scan_qr', null, '2025-01-01T00:00:01.000Z');
+    created.resolve(conn('c1', 'starting'));
+    await expect(tracked).resolves.toMatchObject({ status: 'scan_qr' });
+    expect(s().items).toEqual([expect.objectContaining({ id: 'c1', status: 'scan_qr' })]);
+    // Read after the event: taken as it is (the phone number appears once linked).
+    s().applyStatus('c1', 'online', null, '2025-01-01T00:00:02.000Z');
+    await s().track(Promise.resolve(conn('c1', 'online', { phoneNumber: '+15550100' })));
+    expect(s().items[0]).toMatchObject({ status: 'online', phoneNumber: '+15550100' });
+
+    // The whole list, slow to answer, racing a reconnect event.
+    const list = later<Connection[]>();
+    const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' });
+    Object.assign(client, { listConnections: vi.fn(() => list.promise) });
+    const loading = s().load(client);
+    s().applyStatus('c1', 'reconnecting', 'connection lost', '2025-01-01T00:00:03.000Z');
+    list.resolve([conn('c1', 'online', { phoneNumber: '+15550100', name: 'ops' }), conn('c2', 'scan_qr')]);
+    await loading;
+    expect(s().items.map((c) => [c.id, c.status, c.statusReason, c.name])).toEqual([
+      ['c1', 'reconnecting', 'connection lost', 'ops'],
+      ['c2', 'scan_qr', null, null],
+    ]);
+
+    // Deleted by an event while a read was on its way: it does not come back, and joins the deleted ones.
+    useConnections.setState({ deleted: [] });
+    const read = later<Connection>();
+    const reading = s().track(read.promise);
+    s().applyStatus('c2', 'stopped', 'deleted', '2025-01-01T00:00:04.000Z');
+    read.resolve(conn('c2', 'scan_qr'));
+    await reading;
+    expect(s().items.map((c) => c.id)).toEqual(['c1']);
+    expect(s().deleted).toEqual([expect.objectContaining({ id: 'c2', status: 'stopped', statusReason: 'deleted', updatedAt: '2025-01-01T00:00:04.000Z' })]);
   });
 });

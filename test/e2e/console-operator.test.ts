@@ -284,6 +284,52 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     }
   });
 
+  it('never shows a status older than the latest event (a slow answer after scan_qr), and lists a deleted connection under Deleted, read-only', async () => {
+    await page.getByRole('button', { name: 'Toggle navigation' }).click();
+    await page.getByTestId('nav-connections').click();
+    // get-or-create's answer (status "starting") is held until the session's scan_qr event has been shown.
+    let createdId = '';
+    let answered!: () => void;
+    const held = new Promise<void>((r) => (answered = r));
+    await page.route('**/api/connections/get-or-create', async (route) => {
+      const res = await route.fetch();
+      const body = (await res.json()) as { id: string; status: string };
+      expect(body.status).toBe('starting');
+      createdId = body.id;
+      answered();
+      await page.locator(`[data-testid="connection-row"][data-id="${body.id}"] [data-testid="status-badge"][data-status="scan_qr"]`).waitFor({ timeout: 20_000 });
+      await route.fulfill({ response: res, json: body });
+    });
+    await page.getByTestId('new-connection').click();
+    await held;
+    await page.getByTestId('pairing-qr').waitFor({ timeout: 20_000 });
+    await page.unroute('**/api/connections/get-or-create');
+    const row = page.locator(`[data-testid="connection-row"][data-id="${createdId}"]`);
+    await expect(row.getByTestId('status-badge').getAttribute('data-status')).resolves.toBe('scan_qr');
+    await page.keyboard.press('Escape');
+    await page.getByTestId('pairing-qr').waitFor({ state: 'detached' });
+
+    // Delete it through the UI: gone from the active list, listed (read-only) under Deleted, also after a reload.
+    await row.getByRole('button', { name: /^Actions for / }).click();
+    await page.getByRole('menuitem', { name: 'Delete' }).click();
+    await page.getByTestId('confirm-delete').click();
+    await row.waitFor({ state: 'detached' });
+    for (const reload of [false, true]) {
+      if (reload) await page.reload();
+      await page.getByTestId('connections-filter').getByText('Deleted').click();
+      const gone = page.locator(`[data-testid="deleted-connection-row"][data-id="${createdId}"]`);
+      await gone.waitFor();
+      await expect(gone.getByTestId('status-badge').textContent()).resolves.toBe('Deleted');
+      await expect(gone.getByRole('button').count()).resolves.toBe(0); // nothing to act on
+      await expect(page.locator('[data-testid="deleted-connection-row"]').count()).resolves.toBe(1);
+      await expect(page.locator(`[data-testid="deleted-connection-row"][data-id="${connectionId}"]`).count()).resolves.toBe(0);
+      if (!reload) await shot('phone-connections-deleted');
+      await page.getByTestId('connections-filter').getByText('Active').click();
+      await page.locator(`[data-testid="connection-row"][data-id="${connectionId}"]`).waitFor();
+      await expect(page.locator(`[data-testid="connection-row"][data-id="${createdId}"]`).count()).resolves.toBe(0);
+    }
+  });
+
   it('routes views by hash (Back works, links are shareable) and shows the event history after a reload', async () => {
     const origin = new URL(service.apiUrl).origin;
     await page.goto(`${origin}/#/tokens`);

@@ -146,7 +146,7 @@ describe('messaging end to end through the sandbox', () => {
       const res = await s.api('POST', `/connections/${id}/send-image`, { chatId: ALICE, base64: served.toString('base64'), caption: 'a pic', skipPresence: true });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ type: 'image', text: 'a pic', fromMe: true, media: { mimetype: 'image/png' } });
-      expect(res.body.media.url).toMatch(new RegExp(`^/api/connections/${id}/media/[A-Za-z0-9_-]+\\.png$`));
+      expect(res.body.media.url).toMatch(new RegExp(`^${s.apiUrl}/connections/${id}/media/[A-Za-z0-9_-]+\\.png$`));
       const got = await atAlice(keyIdOf(res.body.id));
       expect(got).toMatchObject({ type: 'image', media: { mimetype: 'image/png', caption: 'a pic' } });
       expect(Buffer.from(got.media!.base64!, 'base64').equals(served)).toBe(true);
@@ -244,7 +244,7 @@ describe('messaging end to end through the sandbox', () => {
       const { messageId, frame } = await receive({ image: { base64: image.toString('base64'), mimetype: 'image/png', caption: 'from alice' } });
       expect(frame.payload).toMatchObject({ from: ALICE_JID, body: 'from alice', type: 'image', hasMedia: true, media: { mimetype: 'image/png' } });
       const url = (frame.payload.media as { url: string }).url;
-      expect(url).toMatch(new RegExp(`^/api/connections/${id}/media/`));
+      expect(url).toMatch(new RegExp(`^${s.apiUrl}/connections/${id}/media/`));
 
       const stored = await s.api('GET', `/connections/${id}/messages/${messageId}?chatId=${ALICE_JID}`);
       expect(stored.body).toMatchObject({ id: messageId, type: 'image', text: 'from alice', media: { url, mimetype: 'image/png', size: image.length } });

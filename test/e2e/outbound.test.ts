@@ -4,6 +4,8 @@
  * - send-image `url` in every spelling of every refused address class answers 400 with the one text
  *   `URL_FETCH_FAILED`, the log names the policy as the cause, and the local TLS server (the target of every
  *   loopback spelling) sees no connection; a name whose DNS answer is loopback (resolver stub) likewise.
+ * - Webhooks in sandbox mode (a test mode): a loopback receiver (http:// too) is accepted and delivered without
+ *   the LAN switch; a private address is still refused, naming `--allow-lan-webhooks`.
  * - With LAN access on: a closed port, a silent server (timeout), a refused address, a redirect and a 404 all
  *   answer the same text; the redirect is not followed.
  * - Data dir modes: 0700 folders and 0600 files after start, after a sent and a received (downloaded) media
@@ -12,6 +14,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -160,6 +163,35 @@ describe('outbound URL policy and private data dir end to end', () => {
     }
     expect(connections).toBe(0);
     expect(paths).toEqual([]);
+  });
+
+  it('sandbox mode: a loopback webhook (http:// too) is accepted and delivered without the LAN switch; LAN is refused naming the flag', async () => {
+    const bodies: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => (bodies.push(body), res.writeHead(204).end()));
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const created = await s.api('POST', `/connections/${id}/webhooks`, { url, events: ['*'] });
+      expect(created.status).toBe(201);
+      expect((await s.api('POST', `/webhooks/${created.body.id as string}/test`)).status).toBe(200);
+      await waitFor('the test delivery at the loopback receiver', () => (bodies.length > 0 ? true : undefined));
+      expect(JSON.parse(bodies[0]!)).toMatchObject({ event: 'webhook.test' });
+      expect((await s.api('DELETE', `/webhooks/${created.body.id as string}`)).status).toBe(200);
+      // Only loopback: a private address still needs the operator's switch, and the refusal says which.
+      const lan = await s.api('POST', `/connections/${id}/webhooks`, { url: 'https://10.0.0.1/hook', events: ['*'] });
+      expect(lan.status).toBe(400);
+      expect(lan.body.message).toMatch(/private address \(10\.0\.0\.1\); LAN targets need serve --allow-lan-webhooks/);
+      expect((await s.api('POST', `/connections/${id}/webhooks`, { url: 'http://10.0.0.1/hook', events: ['*'] })).body.message).toMatch(
+        /http:\/\/ needs serve --allow-lan-webhooks/,
+      );
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((r) => receiver.close(r));
+    }
   });
 
   it('with LAN access on: fetches from loopback, answers one text for closed, silent, refused, redirect and 404', async () => {

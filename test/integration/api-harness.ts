@@ -113,6 +113,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   await app.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const baseUrl = `${origin}/api`;
+  store.mediaUrls.setBase(baseUrl); // as startService does: media URLs name the listening address
 
   return {
     dataDir,

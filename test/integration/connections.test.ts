@@ -179,6 +179,27 @@ describe('connections', () => {
       expect(last).toMatchObject({ event: 'session.status', payload: { status: 'stopped', reason: 'deleted' } });
     });
 
+    it('lists deleted connections only with include=deleted (the caller’s own, read-only records); another include is 400', async () => {
+      const kept = await api.request<{ id: string }>('POST', '/connections', { token: alice.token });
+      const gone = await api.request<{ id: string }>('POST', '/connections', { token: alice.token });
+      expect((await api.request('DELETE', `/connections/${gone.body.id}`, { token: alice.token })).status).toBe(200);
+      const bobs = api.connection(bob.id, 'stopped');
+      const plain = await api.request<Array<{ id: string; status: string }>>('GET', '/connections', { token: alice.token });
+      expect(plain.body.map((c) => c.id)).toContain(kept.body.id);
+      expect(plain.body.some((c) => c.status === 'stopped')).toBe(false);
+      const all = await api.request<Array<{ id: string; status: string; statusReason: string | null }>>('GET', '/connections?include=deleted', {
+        token: alice.token,
+      });
+      expect(all.status).toBe(200);
+      expect(all.body.find((c) => c.id === gone.body.id)).toMatchObject({ status: 'stopped', statusReason: 'deleted' });
+      expect(all.body.map((c) => c.id)).toContain(kept.body.id);
+      expect(all.body.map((c) => c.id)).not.toContain(bobs.id);
+      expect(all.body.filter((c) => c.status !== 'stopped')).toEqual(plain.body);
+      const bad = await api.request<{ message: string }>('GET', '/connections?include=everything', { token: alice.token });
+      expect(bad.status).toBe(400);
+      expect(bad.body.message).toMatch(/^querystring\/include/);
+    });
+
     it('answers 404 Connection not found on every other route of a stopped connection', async () => {
       const c = api.connection(alice.id, 'stopped');
       for (const [method, route, body] of CONNECTION_ROUTES) {

@@ -33,7 +33,7 @@ describe('outbound URL policy at webhook create/update', () => {
     api.store.webhooks.setAllowLanSetting(false);
     const res = await create(`https://${host}/hook`);
     expect(res.status).toBe(400);
-    expect(res.body.message).toMatch(/^body\/url: url resolves to a (loopback|private|carrierGradeNat|uniqueLocal) address .*allowLanWebhooks/);
+    expect(res.body.message).toMatch(/^body\/url: url resolves to a (loopback|private|carrierGradeNat|uniqueLocal) address .*; LAN targets need serve --allow-lan-webhooks .*allowLanWebhooks setting\)$/);
     expect(api.store.webhooks.listByConnection(connId)).toEqual([]);
   });
 

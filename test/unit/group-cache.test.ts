@@ -8,6 +8,7 @@ import type { GroupMetadata } from '@whiskeysockets/baileys';
 import { describe, expect, it } from 'vitest';
 import { GroupCache, groupError, groupInfoOf, groupJidOf, isMember, participantJidOf } from '../../service/engine/groups.ts';
 import type { ModelContext } from '../../service/engine/message-model.ts';
+import { mediaUrl } from '../../service/db/media-url.ts';
 
 const OWN = '15550100@s.whatsapp.net';
 const OWN_LID = '209999999999999@lid';
@@ -17,7 +18,7 @@ const BOB = '15550102@s.whatsapp.net';
 const GROUP = '120363000000000042@g.us';
 
 const ctx: ModelContext = {
-  connectionPath: '/api/connections/c1',
+  mediaUrl: (file) => mediaUrl('http://127.0.0.1:7575/api', 'c1', file),
   ownJid: OWN,
   ownLid: OWN_LID,
   pnForLid: (lid) => (lid === ALICE_LID ? ALICE : undefined),

@@ -33,9 +33,36 @@ describe('outbound URL policy: address classes in every spelling', () => {
     const url = new URL(`https://${host}:8443/x`);
     const err = await refusal(strict.resolve(url));
     expect(err).toBeInstanceOf(OutboundRefusedError);
-    expect((err as Error).message).toMatch(/LAN targets need the operator setting allowLanWebhooks/);
+    // The refusal names the switch as the operator types it: the serve flag first, then env and setting.
+    expect((err as Error).message).toMatch(/LAN targets need serve --allow-lan-webhooks \(or SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting\)$/);
     expect(() => strict.checkWebhookUrl(url.href)).toThrow(OutboundRefusedError);
     await expect(lan.resolve(url)).resolves.toHaveLength(1);
+  });
+
+  it.each(LOOPBACK_SPELLINGS)('sandbox mode allows %s as a webhook target (http:// too), never as a send-* url', async (host) => {
+    const sandbox = new OutboundPolicy({ allowLan: false, allowLoopbackWebhooks: true, resolve: noDns });
+    expect(sandbox.checkWebhookUrl(`http://${host}:8443/hook`)).toBeInstanceOf(URL);
+    await expect(sandbox.checkUrl(`https://${host}:8443/hook`)).resolves.toBeInstanceOf(URL);
+    const err = await refusal(sandbox.resolve(new URL(`https://${host}:8443/pic.png`))); // 'fetch' use: send-* url
+    expect((err as Error).message).toMatch(/loopback address .*; LAN targets need serve --allow-lan-webhooks/);
+  });
+
+  it('sandbox mode still refuses LAN, never-allowed and own-port webhook targets, naming the flag', async () => {
+    const sandbox = new OutboundPolicy({ allowLan: false, allowLoopbackWebhooks: true, ownPort: 7575, resolve: noDns });
+    for (const host of LAN_SPELLINGS) {
+      expect(() => sandbox.checkWebhookUrl(`https://${host}/hook`), host).toThrow(/LAN targets need serve --allow-lan-webhooks/);
+      expect(() => sandbox.checkWebhookUrl(`http://${host}/hook`), host).toThrow(/http:\/\/ needs serve --allow-lan-webhooks/);
+    }
+    for (const host of NEVER_SPELLINGS) expect(() => sandbox.checkWebhookUrl(`https://${host}/hook`), host).toThrow(/never allowed/);
+    expect(() => sandbox.checkWebhookUrl('http://127.0.0.1:7575/api')).toThrow(/own port/);
+    // A name that resolves to loopback is a loopback target too (checked at create and on every connection).
+    const named = new OutboundPolicy({ allowLan: false, allowLoopbackWebhooks: true, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    await expect(named.checkUrl('https://receiver.test/hook')).resolves.toBeInstanceOf(URL);
+    await new Promise<void>((resolve) => named.lookupFor(443)('receiver.test', {}, (err, address) => (expect(err).toBeNull(), expect(address).toBe('127.0.0.1'), resolve())));
+    // Live mode (the default): the same URLs are refused.
+    const live = new OutboundPolicy({ allowLan: false, resolve: noDns });
+    expect(() => live.checkWebhookUrl('http://127.0.0.1:9000/hook')).toThrow(/url must use https:\/\/ \(http:\/\/ needs serve --allow-lan-webhooks/);
+    expect(() => live.checkWebhookUrl('https://127.0.0.1:9000/hook')).toThrow(/LAN targets need serve --allow-lan-webhooks/);
   });
 
   it.each(NEVER_SPELLINGS)('refuses %s even with LAN access', async (host) => {

@@ -18,6 +18,7 @@ import type {
   Health,
   Message,
   MessagePage,
+  PairingCode,
   Profile,
   SearchPage,
   SlotChange,
@@ -112,7 +113,9 @@ export class ApiClient {
   health = () => this.request<Health>('GET', '/');
 
   // Connections
-  listConnections = () => this.request<Connection[]>('GET', '/connections');
+  /** The caller's connections; `includeDeleted` adds the deleted ones (status `stopped`, `?include=deleted`). */
+  listConnections = (opts: { includeDeleted?: boolean } = {}) =>
+    this.request<Connection[]>('GET', opts.includeDeleted ? '/connections?include=deleted' : '/connections');
   getConnection = (id: string) => this.request<Connection>('GET', `/connections/${enc(id)}`);
   createConnection = (name?: string) => this.request<Connection>('POST', '/connections', name ? { name } : {});
   getOrCreateConnection = (name?: string) =>
@@ -121,6 +124,9 @@ export class ApiClient {
   restartConnection = (id: string) => this.request<Connection>('POST', `/connections/${enc(id)}/restart`);
   deleteConnection = (id: string) => this.request<{ success: true }>('DELETE', `/connections/${enc(id)}`);
   qr = (id: string) => this.request<{ value: string }>('GET', `/connections/${enc(id)}/qr`);
+  /** A code to type on the phone of `phoneNumber` instead of scanning the QR (status `scan_qr` only). */
+  pairingCode = (id: string, phoneNumber: string) =>
+    this.request<PairingCode>('POST', `/connections/${enc(id)}/pairing-code`, { phoneNumber });
   me = (id: string, refresh = false) => this.request<Profile>('GET', `/connections/${enc(id)}/me${refresh ? '?refresh=true' : ''}`);
   /** Changes the account's push name and/or about text. */
   updateMe = (id: string, body: { pushName?: string; about?: string }) => this.request<Profile>('PATCH', `/connections/${enc(id)}/me`, body);
@@ -244,7 +250,7 @@ export class ApiClient {
 
   /**
    * Downloads media through the proxy with the Authorization header and returns a blob: URL (revoke it when done).
-   * `url` is a Message's `media.url`: absolute, or relative to the API or the origin.
+   * `url` is a Message's `media.url` (see resolveMediaUrl).
    */
   async mediaBlobUrl(url: string): Promise<string> {
     const abs = this.resolveMediaUrl(url);
@@ -253,8 +259,20 @@ export class ApiClient {
     return URL.createObjectURL(await res.blob());
   }
 
+  /**
+   * Where to fetch a Message's `media.url`: as given when it is absolute on this client's API origin (the service
+   * builds it from its public base URL), else the same file through this client's own API base — a `--public-url`
+   * (a proxy, a LAN name) may not be reachable from, or readable cross-origin by, this page. Relative URLs (older
+   * services) resolve against the API base or its origin.
+   */
   resolveMediaUrl(url: string): string {
-    if (/^https?:/.test(url)) return url;
+    if (/^https?:/i.test(url)) {
+      const api = new URL(`${this.baseUrl}/`, globalThis.location?.href);
+      const media = new URL(url);
+      if (media.origin === api.origin) return url;
+      const tail = /\/connections\/[^/]+\/media\/[^/]+$/.exec(media.pathname)?.[0];
+      return tail ? `${this.baseUrl}${tail}` : url;
+    }
     if (url.startsWith('/api/')) return new URL(url, this.baseUrl).toString();
     if (url.startsWith('/')) return `${this.baseUrl}${url}`;
     return `${this.baseUrl}/${url}`;

@@ -731,10 +731,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your connections (excludes stopped ones) */
+        /**
+         * List your connections (excludes deleted ones unless include=deleted)
+         * @description The caller’s connections, oldest first. Deleted ones (status `stopped`) are excluded as the spec says, unless `include=deleted` (an addition) asks for them too.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Addition: `deleted` also lists deleted connections (status `stopped`), read-only records */
+                    include?: "deleted";
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -764,6 +770,20 @@ export interface paths {
                             userId: string;
                             workerId: string;
                         }[];
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
                     };
                 };
                 /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
@@ -1786,6 +1806,10 @@ export interface paths {
                                     filename: string | null;
                                     mimetype: string;
                                     size: number | null;
+                                    /**
+                                     * Format: uri
+                                     * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                     */
                                     url: string;
                                 } | null;
                                 /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -2569,6 +2593,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4177,6 +4205,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4339,6 +4371,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4500,6 +4536,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -4712,6 +4752,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/pairing-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Code to link the connection by typing it on the phone instead of scanning the QR */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The phone number of the WhatsApp account to link: international (`+15550100`) or a user JID */
+                        phoneNumber: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Type it on the phone: WhatsApp → Linked devices → Link a device → Link with phone number instead */
+                            code: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/qr": {
         parameters: {
             query?: never;
@@ -4898,6 +5056,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5211,6 +5373,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5402,6 +5568,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5594,6 +5764,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5779,6 +5953,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -5971,6 +6149,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6163,6 +6345,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6349,6 +6535,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6540,6 +6730,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6726,6 +6920,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -6918,6 +7116,10 @@ export interface paths {
                                 filename: string | null;
                                 mimetype: string;
                                 size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
                                 url: string;
                             } | null;
                             /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
@@ -7885,6 +8087,10 @@ export interface paths {
                                         filename: string | null;
                                         mimetype: string;
                                         size: number | null;
+                                        /**
+                                         * Format: uri
+                                         * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                         */
                                         url: string;
                                     } | null;
                                     /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */

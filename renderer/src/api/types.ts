@@ -25,6 +25,8 @@ export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
 export type ConnectionStatus = Connection['status'];
 export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
 export type ContactProfile = ResponseOf<'/api/connections/{id}/contacts/{jid}/profile', 'get'>;
+/** POST /connections/:id/pairing-code: `{ code: 'ABCD-EFGH' }`. */
+export type PairingCode = ResponseOf<'/api/connections/{id}/pairing-code', 'post'>;
 export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];
 export type MessagePage = ResponseOf<'/api/connections/{id}/chats/{chatId}/messages', 'get'>;
 type StoredMessage = MessagePage['messages'][number];

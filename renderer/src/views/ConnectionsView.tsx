@@ -1,5 +1,5 @@
 /** Connections: list with live status, new (get-or-create) + pairing, rename, restart, delete, profile. */
-import { ActionIcon, Button, Group, Menu, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { ActionIcon, Button, Group, Menu, Modal, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { IconDots, IconMessages, IconPencil, IconPlus, IconQrcode, IconRefresh, IconTrash, IconUser } from '@tabler/icons-react';
 import { useCallback, useState, type FormEvent } from 'react';
@@ -11,6 +11,7 @@ import { StatusBadge } from '../components/StatusBadge.tsx';
 import { useConnections } from '../stores/connections.ts';
 import { useNav } from '../stores/nav.ts';
 import { useClient } from '../stores/session.ts';
+import { DeletedConnections } from './DeletedConnections.tsx';
 import { PairingPanel } from './PairingPanel.tsx';
 
 const PAIRABLE = new Set(['starting', 'scan_qr']);
@@ -21,19 +22,20 @@ function notifyError(err: unknown) {
 
 export function ConnectionsView() {
   const client = useClient();
-  const { items, loading, loaded, error, load, upsert, select } = useConnections();
+  const { items, loading, loaded, error, load, track, select } = useConnections();
   const go = useNav((s) => s.go);
   const [pairing, setPairing] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<Connection | null>(null);
   const [deleting, setDeleting] = useState<Connection | null>(null);
   const [profile, setProfile] = useState<{ c: Connection; p?: Profile; error?: string } | null>(null);
   const [creating, setCreating] = useState(false);
+  /** Which connections are listed: the live ones, or the deleted ones (read-only). */
+  const [filter, setFilter] = useState<'active' | 'deleted'>('active');
 
   const create = async () => {
     setCreating(true);
     try {
-      const c = await client.getOrCreateConnection();
-      upsert(c);
+      const c = await track(client.getOrCreateConnection());
       setPairing(c.id);
     } catch (err) {
       notifyError(err);
@@ -44,7 +46,7 @@ export function ConnectionsView() {
 
   const restart = async (c: Connection) => {
     try {
-      upsert(await client.restartConnection(c.id));
+      await track(client.restartConnection(c.id));
       notifications.show({ message: `Restarting ${connectionLabel(c)}` });
     } catch (err) {
       notifyError(err);
@@ -74,12 +76,25 @@ export function ConnectionsView() {
           New connection
         </Button>
       </Group>
-      {error && <ErrorState message={error} onRetry={() => void load(client)} />}
-      {!loaded && loading && <Loading />}
-      {loaded && !error && items.length === 0 && (
+      <SegmentedControl
+        size="xs"
+        w="fit-content"
+        value={filter}
+        onChange={(v) => setFilter(v as 'active' | 'deleted')}
+        data={[
+          { value: 'active', label: 'Active' },
+          { value: 'deleted', label: 'Deleted' },
+        ]}
+        aria-label="Show connections"
+        data-testid="connections-filter"
+      />
+      {filter === 'deleted' && <DeletedConnections />}
+      {filter === 'active' && error && <ErrorState message={error} onRetry={() => void load(client)} />}
+      {filter === 'active' && !loaded && loading && <Loading />}
+      {filter === 'active' && loaded && !error && items.length === 0 && (
         <Empty title="No connections yet">Create one and scan its QR code with the phone to link a WhatsApp account.</Empty>
       )}
-      {items.length > 0 && (
+      {filter === 'active' && items.length > 0 && (
         <Table.ScrollContainer minWidth={640}>
           <Table verticalSpacing="sm" highlightOnHover data-testid="connections-table">
             <Table.Thead>
@@ -204,7 +219,7 @@ export function ConnectionsView() {
 
 function RenameModal({ connection, onClose }: { connection: Connection | null; onClose: () => void }) {
   const client = useClient();
-  const upsert = useConnections((s) => s.upsert);
+  const track = useConnections((s) => s.track);
   const [name, setName] = useState('');
   const [busy, setBusy] = useState(false);
   const [key, setKey] = useState<string | null>(null);
@@ -217,7 +232,7 @@ function RenameModal({ connection, onClose }: { connection: Connection | null; o
     if (!connection) return;
     setBusy(true);
     try {
-      upsert(await client.renameConnection(connection.id, name.trim() || null));
+      await track(client.renameConnection(connection.id, name.trim() || null));
       setKey(null);
       onClose();
     } catch (err) {
@@ -270,8 +285,8 @@ function DeleteConfirm({ connection, onDone }: { connection: Connection; onDone:
   return (
     <Stack>
       <Text size="sm">
-        <b>{connectionLabel(connection)}</b> will be unlinked from the phone and its session closed. Its record stays readable,
-        but it can no longer send or receive. This cannot be undone.
+        <b>{connectionLabel(connection)}</b> will be unlinked from the phone and its session closed. Its record stays readable
+        under <b>Deleted</b>, but it can no longer send or receive. This cannot be undone.
       </Text>
       <Group justify="flex-end">
         <Button variant="default" onClick={onDone}>

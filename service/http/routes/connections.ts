@@ -1,6 +1,7 @@
 /**
  * Connections (interface-spec §4.1): list, create, get-or-create, read, rename, delete (soft: status `stopped`),
- * restart and QR code (the profile, `/me`, is in profiles.ts). Sessions themselves are the engine's; this file only starts, stops and asks it.
+ * restart, QR code and phone-number pairing code (the profile, `/me`, is in profiles.ts). Sessions themselves are the
+ * engine's; this file only starts, stops and asks it.
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
@@ -71,6 +72,27 @@ const QrQuery = Type.Object(
   { format: Type.Optional(Type.Union([Type.Literal('png'), Type.Literal('text')], { default: 'png' })) },
   { additionalProperties: false },
 );
+const ListQuery = Type.Object({
+  include: Type.Optional(
+    Type.Literal('deleted', { description: 'Addition: `deleted` also lists deleted connections (status `stopped`), read-only records' }),
+  ),
+});
+const PairingCodeBody = Type.Object(
+  {
+    phoneNumber: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The phone number of the WhatsApp account to link: international (`+15550100`) or a user JID',
+    }),
+  },
+  { additionalProperties: false },
+);
+const PairingCodeSchema = Type.Object({
+  code: Type.String({
+    pattern: '^[0-9A-Z]{4}-[0-9A-Z]{4}$',
+    description: 'Type it on the phone: WhatsApp → Linked devices → Link a device → Link with phone number instead',
+  }),
+});
 
 /** Why a connection in `status` has no QR code to show (409). */
 function noQrReason(status: ConnectionStatus): string {
@@ -98,8 +120,17 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     return reread(row.id);
   }
 
-  api.get('/connections', { schema: { response: { 200: Type.Array(ConnectionSchema) } } }, async (request) =>
-    store.connections.listByUser(request.user.id).map(present),
+  api.get(
+    '/connections',
+    {
+      schema: {
+        description:
+          'The caller’s connections, oldest first. Deleted ones (status `stopped`) are excluded as the spec says, unless `include=deleted` (an addition) asks for them too.',
+        querystring: ListQuery,
+        response: { 200: Type.Array(ConnectionSchema) },
+      },
+    },
+    async (request) => store.connections.listByUser(request.user.id, { includeStopped: request.query.include === 'deleted' }).map(present),
   );
 
   api.post(
@@ -189,6 +220,15 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
       if (!qr) throw booting();
       if (request.query.format === 'text') return { value: qr };
       return { value: await QRCode.toDataURL(qr, { margin: 2, scale: 6 }) };
+    },
+  );
+
+  api.post(
+    '/connections/:id/pairing-code',
+    { schema: { params: ConnectionParams, body: PairingCodeBody, response: { 200: PairingCodeSchema } } },
+    async (request) => {
+      const c = ownedConnection(store, request.user, request.params.id);
+      return { code: await engine.requestPairingCode(c.id, request.body.phoneNumber) };
     },
   );
 };

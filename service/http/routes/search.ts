@@ -130,9 +130,11 @@ function* htmlTranscript(
     if (m.media) {
       const ref = mediaRef?.(m);
       const label = `${m.type}${m.media.filename ? `: ${m.media.filename}` : ''}`;
+      // data-media-url: the Message's media.url (fetched with the Authorization header, so not a link).
+      const open = `<div class="media" data-media-url="${escapeHtml(m.media.url)}">`;
       media = ref?.href
-        ? `<div class="media"><a href="${escapeHtml(ref.href)}">${escapeHtml(label)}</a></div>`
-        : `<div class="media">[${escapeHtml(label)}${ref?.missing ? ' (not available)' : ''}]</div>`;
+        ? `${open}<a href="${escapeHtml(ref.href)}">${escapeHtml(label)}</a></div>`
+        : `${open}[${escapeHtml(label)}${ref?.missing ? ' (not available)' : ''}]</div>`;
     }
     const text = m.kind === 'revoked' ? '<span class="revoked">This message was deleted</span>' : escapeHtml(m.text);
     const edited = m.editedAt ? ' · edited' : '';
