@@ -10,7 +10,8 @@
  *   app-state key the phone shares after linking; a contact's push name arrives with its messages (`notify`).
  *
  * Cache: per connection and user, on disk in the connection's media folder: the picture as
- * `profile-<user>-<sha256 prefix>.<ext>` (served by the media proxy, `GET /connections/:id/media/:filename`) and the
+ * `profile-<user>-<sha256 prefix>.<ext>` (served by the media proxy, `GET /connections/:id/media/:filename`, its URL
+ * built like a message's media URL, db/media-url.ts) and the
  * answer in `.profile-<user>.json` (a dot file: the media proxy never serves it). An answer is reused for 24 h
  * (`refresh` asks again); a picture notification (`contacts.update` with `imgUrl`) makes it stale at once.
  */
@@ -52,7 +53,7 @@ export interface ContactProfile {
   pushName: string | null;
   /** The contact's about text; null when it has none or hides it. */
   about: string | null;
-  /** Media-proxy path of the picture (`/api/connections/:id/media/profile-…`); null when it has none or hides it. */
+  /** Media-proxy URL of the picture (`<public URL>/connections/:id/media/profile-…`, as message media); null when it has none or hides it. */
   pictureUrl: string | null;
 }
 
@@ -141,8 +142,7 @@ export function createProfiles(d: ProfilesDeps): Profiles {
   const inflight = new Map<string, Promise<CachedProfile>>();
 
   const cacheFile = (connectionId: string, user: string) => path.join(media.dir(connectionId), `.profile-${user}.json`);
-  const pictureUrl = (connectionId: string, file: string | null) =>
-    file && media.stat(connectionId, file) ? `/api/connections/${connectionId}/media/${encodeURIComponent(file)}` : null;
+  const pictureUrl = (connectionId: string, file: string | null) => (file && media.stat(connectionId, file) ? store.mediaUrls.of(connectionId, file) : null);
 
   async function readCache(connectionId: string, user: string): Promise<CachedProfile | undefined> {
     try {

@@ -14,7 +14,9 @@ import { Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const pictureUrl = Nullable(
-  Type.String({ description: 'Media-proxy path of the picture (`/api/connections/:id/media/profile-…`, Bearer auth); null when there is none or it is hidden' }),
+  Type.String({
+    description: 'Media-proxy URL of the picture (`<public URL>/connections/:id/media/profile-…`, like message media; Bearer auth); null when there is none or it is hidden',
+  }),
 );
 
 /** The account's own profile (interface-spec §2.2 plus `about` and `pictureUrl`). */
