@@ -223,13 +223,18 @@ export function createProfiles(d: ProfilesDeps): Profiles {
         const ext = PICTURE_TYPES[(await sniffMimetype(bytes)) ?? ''];
         if (!ext) throw new Error('the picture is not an image');
         picture = `profile-${user}-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.${ext}`;
-        if (!media.stat(connectionId, picture)) await media.writeBuffer(connectionId, picture, bytes);
+        if (!media.stat(connectionId, picture)) {
+          // A disk that takes no write only costs the picture (the answer says null), never the answer.
+          await media.writeBuffer(connectionId, picture, bytes).catch((err: unknown) => {
+            logger.warn({ err, connectionId }, 'could not store a profile picture');
+          });
+        }
       }
     } catch (err) {
       failed('profile picture', err);
     }
     const entry: CachedProfile = { about, picture, fetchedAt: now() };
-    await writeCache(connectionId, user, entry);
+    await writeCache(connectionId, user, entry).catch((err: unknown) => logger.warn({ err, connectionId }, 'could not cache a profile'));
     if (previous?.picture && previous.picture !== picture) await media.remove(connectionId, previous.picture).catch(() => undefined);
     return entry;
   }
@@ -317,7 +322,9 @@ export function createProfiles(d: ProfilesDeps): Profiles {
         }
         const user = userOf(me.jid);
         const cached = await readCache(connectionId, user);
-        await writeCache(connectionId, user, { about, picture: cached?.picture ?? null, fetchedAt: cached?.fetchedAt ?? 0 });
+        await writeCache(connectionId, user, { about, picture: cached?.picture ?? null, fetchedAt: cached?.fetchedAt ?? 0 }).catch((err: unknown) =>
+          logger.warn({ err, connectionId }, 'could not cache a profile'),
+        );
       }
       const profile = await ownProfile(connectionId);
       // Baileys applies its own patch (creds.me.name) before updateProfileName returns; say what was set either way.

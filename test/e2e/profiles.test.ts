@@ -25,6 +25,8 @@ describe('profiles', { timeout: 120_000 }, () => {
   let s: SandboxService;
   let id: string;
   let aliceId: string;
+  /** Added to the engine's clock (ms): the cache's 24 h pass without waiting. */
+  let clockOffset = 0;
   const profile = (connectionId: string, jid: string, refresh = false) =>
     s.api('GET', `/connections/${connectionId}/contacts/${encodeURIComponent(jid)}/profile${refresh ? '?refresh=true' : ''}`);
   const sandboxPicture = async (phone: string) => {
@@ -33,7 +35,7 @@ describe('profiles', { timeout: 120_000 }, () => {
   };
 
   beforeAll(async () => {
-    s = await startSandboxService();
+    s = await startSandboxService({ now: () => Date.now() + clockOffset });
     id = await s.pair(PHONE);
   });
   afterAll(() => s?.close());
@@ -68,13 +70,19 @@ describe('profiles', { timeout: 120_000 }, () => {
       }
     });
 
-    it('answers from the 24 h cache until ?refresh=true', async () => {
+    it('answers from the 24 h cache until ?refresh=true or the 24 h have passed', async () => {
       expect((await s.sandbox('PATCH', `/accounts/${enc(ALICE)}/profile`, { about: 'Back home' })).status).toBe(200);
       expect((await profile(id, ALICE)).body.about).toBe('Out hiking');
       const refreshed = await profile(id, ALICE, true);
       expect(refreshed.status).toBe(200);
       expect(refreshed.body).toMatchObject({ about: 'Back home', pictureUrl: firstUrl });
       expect((await profile(id, ALICE)).body.about).toBe('Back home');
+
+      expect((await s.sandbox('PATCH', `/accounts/${enc(ALICE)}/profile`, { about: 'Gone fishing' })).status).toBe(200);
+      clockOffset += 23 * 3600_000;
+      expect((await profile(id, ALICE)).body.about).toBe('Back home');
+      clockOffset += 3600_000 + 1000;
+      expect((await profile(id, ALICE)).body).toMatchObject({ about: 'Gone fishing', pictureUrl: firstUrl });
     });
 
     it('notices a picture change at once (the server’s picture notification), and a removal', async () => {
