@@ -128,6 +128,22 @@ describe('profiles', { timeout: 120_000 }, () => {
     });
   });
 
+  it('sandbox admin: a bad picture, about or field is 400 and changes nothing; no picture is 404', async () => {
+    const before = (await s.sandbox('GET', `/accounts/${enc(BOB)}/profile`)).body;
+    for (const body of [
+      { picture: { base64: Buffer.from('GIF89a not really').toString('base64') } },
+      { picture: { base64: Buffer.concat([(await png(8, 8)).subarray(0, 30), Buffer.alloc(20)]).toString('base64') }, about: 'not applied' },
+      { about: 'z'.repeat(140) },
+      { pushName: '' },
+      { nickname: 'Bobby' },
+    ]) {
+      const res = await s.sandbox('PATCH', `/accounts/${enc(BOB)}/profile`, body);
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(400);
+    }
+    expect((await s.sandbox('GET', `/accounts/${enc(BOB)}/profile`)).body).toEqual(before);
+    expect((await fetch(`${s.sandboxUrl}/accounts/${enc(BOB)}/profile/picture`)).status).toBe(404);
+  });
+
   describe('the account’s own profile', () => {
     it('GET /me answers id, push name, about and picture', async () => {
       const me = await s.api('GET', `/connections/${id}/me`);
