@@ -28,8 +28,10 @@ import { createEngine } from './engine/engine.ts';
 import type { EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
+import { EventLog } from './events/log.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { WebhookOutbox } from './webhooks/outbox.ts';
 import { OutboundPolicy, type Resolver } from './net/outbound.ts';
 
 /** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
@@ -129,6 +131,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
+    // The event log (seq, publication after commit) and the webhook outbox that writes a row per subscribed webhook
+    // in each event's transaction.
+    const events = new EventLog(store);
+    const outbox = new WebhookOutbox(store, events);
     // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
     // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
     const loose = repairPrivateModes(config.dataDir);
@@ -175,6 +181,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     });
     const engine = createEngine({
       store,
+      events,
       logger,
       workerId: config.workerId,
       mediaDir,
@@ -195,6 +202,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     const dispatcher = new WebhookDispatcher({
       store,
+      outbox,
       logger: logger.child({ component: 'webhooks' }),
       policy,
       userAgent: `Switchboard-Webhooks/${VERSION}`,
@@ -214,6 +222,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     const app = await buildApp({
       store,
       engine,
+      events,
+      outbox,
       logger,
       workerId: config.workerId,
       version: VERSION,
@@ -221,7 +231,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       startedAt: Date.now(),
       storage: () => (engine.storageUnavailable() ? 'unavailable' : disk.low ? 'low' : 'ok'),
       billing,
-      webhooks: { policy, wake: () => dispatcher.wake(), deleted: (id) => dispatcher.deleted(id) },
+      webhookPolicy: policy,
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...publicAccess(config),

@@ -2,8 +2,8 @@
  * Resolves the service's settings from command-line flags, then `SWITCHBOARD_*` environment variables,
  * then defaults (flags win). Every value is checked here, so the rest of the service trusts its config.
  */
-import { Secret } from '../billing/secret.ts';
-import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from '../billing/settings.ts';
+import { Secret } from '../secrets/secret.ts';
+import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from './billing-settings.ts';
 import { defaultDataDir, type PlatformInfo } from './data-dir.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -110,7 +110,7 @@ export function createOperations(d: OperationsDeps): Operations {
   /** Whether this account is an admin of `groupJid` (undefined when the group's metadata cannot be read). */
   async function isGroupAdmin(session: Session, groupJid: string): Promise<boolean | undefined> {
     try {
-      const meta = await session.socket!.groupMetadata(groupJid);
+      const meta = await session.groupMetadata(groupJid); // cached; asked from the server only when unknown
       const ctx = session.modelContext();
       const mine = new Set([ctx.ownJid, ctx.ownLid].filter((j): j is string => !!j));
       const me = meta.participants.find((p) => mine.has(p.id) || (p.phoneNumber && mine.has(p.phoneNumber)) || (p.lid && mine.has(p.lid)));
@@ -170,7 +170,7 @@ export function createOperations(d: OperationsDeps): Operations {
       const { jid, chatId } = await d.resolveChat(session, jidInput);
       if (isJidGroup(jid)) throw badRequest('A group cannot be blocked (leave it instead)');
       try {
-        await session.socket!.updateBlockStatus(jid, blocked ? 'block' : 'unblock');
+        await session.setBlocked(jid, blocked);
       } catch (err) {
         throw new ServiceError(502, `The block list could not be updated: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -181,7 +181,7 @@ export function createOperations(d: OperationsDeps): Operations {
       const session = d.onlineSession(connectionId);
       let jids: Array<string | undefined>;
       try {
-        jids = await session.socket!.fetchBlocklist();
+        jids = await session.blocklist();
       } catch (err) {
         throw new ServiceError(502, `The block list could not be read: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -191,7 +191,7 @@ export function createOperations(d: OperationsDeps): Operations {
 
     async rejectCall(connectionId, callId) {
       const session = d.onlineSession(connectionId);
-      await session.calls.reject(session.socket!, callId);
+      await session.rejectCall(callId);
     },
 
     async sendSticker(connectionId, input) {

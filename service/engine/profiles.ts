@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { jidDecode, jidNormalizedUser, type WASocket } from '@whiskeysockets/baileys';
+import { jidDecode, jidNormalizedUser } from '@whiskeysockets/baileys';
 import sharp from 'sharp';
 import { request, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
@@ -193,7 +193,6 @@ export function createProfiles(d: ProfilesDeps): Profiles {
    * cached (or null) instead of throwing.
    */
   async function fetchProfile(session: Session, jid: string, previous: CachedProfile | undefined, lenient: boolean): Promise<CachedProfile> {
-    const sock = session.socket as WASocket;
     const { connectionId } = session;
     const user = userOf(jid);
     const failed = (what: string, err: unknown) => {
@@ -202,7 +201,7 @@ export function createProfiles(d: ProfilesDeps): Profiles {
     };
     let about: string | null = previous?.about ?? null;
     try {
-      const [answer] = (await sock.fetchStatus(jid)) ?? [];
+      const [answer] = (await session.fetchStatus(jid)) ?? [];
       const status = (answer as { status?: { status?: string | null } } | undefined)?.status?.status;
       about = typeof status === 'string' && status !== '' ? status : null;
     } catch (err) {
@@ -212,7 +211,7 @@ export function createProfiles(d: ProfilesDeps): Profiles {
     try {
       let url: string | undefined;
       try {
-        url = await sock.profilePictureUrl(jid, 'image');
+        url = await session.profilePictureUrl(jid);
       } catch (err) {
         const code = iqCode(err);
         if (code !== 404 && code !== 401) throw err;
@@ -306,17 +305,16 @@ export function createProfiles(d: ProfilesDeps): Profiles {
       if (pushName === undefined && about === undefined) throw badRequest('body must have pushName or about');
       const session = d.onlineSession(connectionId);
       const me = own(session);
-      const sock = session.socket as WASocket;
       if (pushName !== undefined && pushName !== me.name) {
         try {
-          await sock.updateProfileName(pushName);
+          await session.setPushName(pushName);
         } catch (err) {
           throw new ServiceError(502, `The name could not be changed: ${errorText(err)}`);
         }
       }
       if (about !== undefined) {
         try {
-          await sock.updateProfileStatus(about);
+          await session.setAbout(about);
         } catch (err) {
           throw new ServiceError(502, `The about text could not be changed: ${errorText(err)}`);
         }
@@ -361,9 +359,9 @@ export function createProfiles(d: ProfilesDeps): Profiles {
         throw badRequest('the profile picture could not be decoded');
       }
       const session = d.onlineSession(connectionId);
-      const me = own(session);
+      own(session); // 409 before linking
       try {
-        await (session.socket as WASocket).updateProfilePicture(me.jid, jpeg, { width: PROFILE_PICTURE_SIZE, height: PROFILE_PICTURE_SIZE });
+        await session.setProfilePicture(jpeg, PROFILE_PICTURE_SIZE);
       } catch (err) {
         throw new ServiceError(502, `The profile picture could not be changed: ${errorText(err)}`);
       }

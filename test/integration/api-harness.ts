@@ -16,9 +16,11 @@ import type { ConnectionRow } from '../../service/db/connections.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
+import { EventLog } from '../../service/events/log.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
 import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
+import { WebhookOutbox } from '../../service/webhooks/outbox.ts';
 
 /** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */
 export const UNREACHABLE_WA_URL = 'ws://127.0.0.1:9/ws/chat';
@@ -39,6 +41,10 @@ export interface ApiResponse<T = unknown> {
 export interface TestApi {
   dataDir: string;
   store: Store;
+  /** The event log (append events here as the engine would). */
+  events: EventLog;
+  /** The webhook outbox (a test's dispatcher drains it). */
+  outbox: WebhookOutbox;
   engine: Engine;
   /** The billing service, when `opts.billing` built one. */
   billing?: Billing;
@@ -89,8 +95,11 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     }),
   );
   const store = openStore(dataDir);
+  const events = new EventLog(store);
+  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({
     store,
+    events,
     logger,
     waUrl: UNREACHABLE_WA_URL,
     workerId: 'test',
@@ -101,6 +110,8 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   const app = await buildApp({
     store,
     engine,
+    events,
+    outbox,
     logger,
     workerId: 'test',
     version: '0.0.0-test',
@@ -118,6 +129,8 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   return {
     dataDir,
     store,
+    events,
+    outbox,
     engine,
     ...(billing && { billing }),
     app,

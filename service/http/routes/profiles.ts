@@ -7,10 +7,10 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_ABOUT, MAX_PUSH_NAME } from '../../engine/profiles.ts';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
+import type { ConnectionRow } from '../../db/connections.ts';
 import { conflict } from '../../errors.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable } from '../schemas.ts';
+import { ConnectionParams, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const pictureUrl = Nullable(
@@ -57,12 +57,11 @@ const PictureBody = Type.Object(
 
 const ContactParams = Type.Object({ id: Type.String(), jid: Type.String({ description: 'A user JID or an international number' }) });
 
-export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
-  /** The connection of a `/me` route: 409 `Connection is not online` (as GET /me always answered) unless it is. */
-  const onlineConnection = (user: Parameters<typeof ownedConnection>[1], id: string) => {
-    const c = ownedConnection(store, user, id);
+export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
+  /** The connection of a `/me` route (connection-scope.ts resolved it): 409 `Connection is not online` (as GET /me always answered) unless it is. */
+  const online = (c: ConnectionRow) => {
     if (c.status !== 'online' || engine.liveStatus(c.id)?.status !== 'online') throw conflict('Connection is not online');
-    return c;
+    return c.id;
   };
 
   api.get(
@@ -77,7 +76,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.ownProfile(onlineConnection(request.user, request.params.id).id, { refresh: request.query.refresh }),
+    async (request) => engine.ownProfile(online(request.connection), { refresh: request.query.refresh }),
   );
 
   api.patch(
@@ -92,7 +91,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.updateOwnProfile(onlineConnection(request.user, request.params.id).id, request.body),
+    async (request) => engine.updateOwnProfile(online(request.connection), request.body),
   );
 
   api.put(
@@ -108,7 +107,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
         response: { 200: ProfileSchema },
       },
     },
-    async (request) => engine.setOwnPicture(onlineConnection(request.user, request.params.id).id, request.body),
+    async (request) => engine.setOwnPicture(online(request.connection), request.body),
   );
 
   api.get(
@@ -125,8 +124,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
-      return engine.contactProfile(c.id, request.params.jid, { refresh: request.query.refresh });
+      return engine.contactProfile(request.connection.id, request.params.jid, { refresh: request.query.refresh });
     },
   );
 };
