@@ -15,7 +15,7 @@
  * answer in `.profile-<user>.json` (a dot file: the media proxy never serves it). An answer is reused for 24 h
  * (`refresh` asks again); a picture notification (`contacts.update` with `imgUrl`) makes it stale at once.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { jidDecode, jidNormalizedUser } from '@whiskeysockets/baileys';
@@ -156,7 +156,7 @@ export function createProfiles(d: ProfilesDeps): Profiles {
   async function writeCache(connectionId: string, user: string, entry: CachedProfile): Promise<void> {
     const file = cacheFile(connectionId, user);
     await fs.promises.mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
-    const tmp = `${file}.${process.pid}.${now()}.part`;
+    const tmp = `${file}.${randomBytes(6).toString('hex')}.part`;
     await fs.promises.writeFile(tmp, JSON.stringify(entry), { mode: PRIVATE_FILE_MODE });
     await fs.promises.rename(tmp, file);
   }
