@@ -2552,6 +2552,8 @@ export interface paths {
                         fromChatId: string;
                         /** @description Id of the stored message to forward */
                         messageId: string;
+                        /** @description Accepted like on every send; a forward shows no typing indicator or delay either way */
+                        skipPresence?: boolean;
                     };
                 };
             };

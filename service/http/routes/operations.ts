@@ -18,6 +18,9 @@ const ForwardBody = Type.Object(
     chatId,
     messageId: Type.String({ minLength: 1, maxLength: 512, description: 'Id of the stored message to forward' }),
     fromChatId: Type.String({ minLength: 1, maxLength: 256, description: 'The chat the message is in' }),
+    skipPresence: Type.Optional(
+      Type.Boolean({ description: 'Accepted like on every send; a forward shows no typing indicator or delay either way' }),
+    ),
   },
   { additionalProperties: false },
 );
