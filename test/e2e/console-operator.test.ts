@@ -3,7 +3,10 @@
  * as a child process: the sign-in hint names the command for the running mode; at phone width (390×844) the chat
  * list and the thread take turns and the connection picker stays reachable; when the service stops, a banner
  * says so within 5 s and statuses read "unknown", and after a restart on the same port everything recovers by
- * itself; a revoked console token returns to sign-in with the reason. Screenshots go to test-results/screenshots/.
+ * itself; a revoked console token returns to sign-in with the reason; a 2,000-message thread is virtualized (a few
+ * dozen rows in the DOM, the row in view kept in place while older pages load, the bottom followed unless the
+ * operator scrolled up); a slow API answer never brings back a status older than the latest event; a deleted
+ * connection stays listed under Deleted, read-only. Screenshots go to test-results/screenshots/.
  * Skipped, with the reason printed, when no Chromium is installed.
  */
 import fs from 'node:fs';
@@ -23,6 +26,10 @@ if (!haveChromium) console.log(`[console operator e2e] skipped: no Chromium at $
 const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
+/** A contact with a 2,000-message history (synced at pairing), three days old: the virtualized thread. */
+const DAVE = '+15550108';
+const DAVE_JID = '15550108@s.whatsapp.net';
+const HISTORY = 2000;
 const SHOTS = path.resolve('test-results/screenshots');
 const AXE_SOURCE = fs.readFileSync(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
 
@@ -62,7 +69,15 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     token = created.stdout.trim();
     tokenId = ((await api('GET', '/tokens')).body as unknown as Array<{ id: string }>)[0]!.id;
 
-    // A paired connection with one chat, through the API and the sandbox admin API.
+    // A paired connection with one chat and a long history, through the API and the sandbox admin API.
+    const dave = await fetch(`${service.sandboxUrl}/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phoneNumber: DAVE, pushName: 'Dave Long' }),
+    });
+    expect(dave.status).toBe(201);
+    const threeDaysAgo = Math.floor(Date.now() / 1000) - 3 * 86_400 - HISTORY;
+    expect(await sandbox(`/accounts/${encodeURIComponent(PHONE)}/history`, { with: DAVE, count: HISTORY, startAt: threeDaysAgo })).toBe(201);
     const conn = await api('POST', '/connections', { name: 'ops' });
     connectionId = conn.body.id as string;
     const qr = await waitFor('a QR code', async () => {
@@ -197,6 +212,82 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     });
     await page.getByTestId('thread-back').click();
     await page.locator('[data-testid="chat-item"][data-chat-id="15550177@s.whatsapp.net"]').waitFor();
+  });
+
+  it('virtualizes a 2,000-message thread: few rows in the DOM, place kept while older pages load, bottom followed unless scrolled up', async () => {
+    await waitFor(
+      'the synced history',
+      async () => {
+        let stored = 0;
+        for (let before: string | null = '', n = 0; before !== null && n < 5; n++) {
+          const res = await api('GET', `/connections/${connectionId}/chats/${DAVE_JID}/messages?limit=500${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+          stored += (res.body.messages as unknown[] | undefined)?.length ?? 0;
+          before = (res.body.nextBefore as string | null | undefined) ?? null;
+        }
+        return stored >= HISTORY ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const scroller = page.getByTestId('thread-scroll');
+    const rendered = () => page.locator('[data-testid="message"]').count();
+    /** Top (px) of a row, from the thread's top. */
+    const topOf = (row: ReturnType<Page['locator']>) =>
+      row.evaluate((el) => el.getBoundingClientRect().top - el.closest('[data-testid="thread-scroll"]')!.getBoundingClientRect().top);
+    await page.locator(`[data-testid="chat-item"][data-chat-id="${DAVE_JID}"]`).click();
+    await scroller.getByText(`History message ${HISTORY} of ${HISTORY}`).waitFor();
+    // Each message is an article named by its sender and time (what assistive technology reads).
+    await expect(page.getByRole('article', { name: /^(You|Dave Long|15550108) at \d{1,2}:\d{2}/ }).first().isVisible()).resolves.toBe(true);
+
+    // Ten older pages, each held until the first row has been measured: that row stays where it was.
+    let release: (() => void) | undefined;
+    const olderPage = (url: URL) => decodeURIComponent(url.pathname).endsWith(`/chats/${DAVE_JID}/messages`) && url.searchParams.has('before');
+    await page.route(olderPage, async (route) => {
+      await new Promise<void>((r) => (release = r));
+      await route.continue();
+    });
+    for (let pageNo = 1; pageNo <= 10; pageNo++) {
+      release = undefined;
+      await scroller.evaluate((el) => (el.scrollTop = 0));
+      await waitFor('the older page requested', () => (release ? true : undefined));
+      const first = page.locator('.thread-row[data-index="0"]');
+      const text = (await first.locator('[data-testid="message"] p').first().textContent())!;
+      const before = await topOf(first);
+      const anchored = page.locator('.thread-row').filter({ has: page.getByText(text, { exact: true }) });
+      release!();
+      // Shown once the row that was first is the 31st (30 older messages above it).
+      await waitFor('the older page shown', async () => ((await anchored.getAttribute('data-index', { timeout: 500 }).catch(() => null)) === '30' ? true : undefined));
+      await page.getByTestId('loading-older').waitFor({ state: 'detached' });
+      const after = await topOf(anchored);
+      expect(Math.abs(after - before), `page ${pageNo}: ${text} moved from ${before} to ${after}`).toBeLessThanOrEqual(2);
+      expect(await rendered()).toBeLessThan(60);
+    }
+    // 330 messages loaded (the newest is the 330th row), a few dozen in the DOM.
+    await scroller.evaluate((el) => (el.scrollTop = el.scrollHeight));
+    const newest = page.locator('.thread-row').filter({ has: page.getByText(`History message ${HISTORY} of ${HISTORY}`, { exact: true }) });
+    await expect(newest.getAttribute('data-index')).resolves.toBe('329');
+    expect(await rendered()).toBeLessThan(60);
+    expect(await scroller.evaluate((el) => el.querySelectorAll('*').length)).toBeLessThan(2_500);
+    await page.unroute(olderPage);
+
+    // Scrolled up, a new message does not move the view; it is counted on the jump button.
+    await scroller.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+    await waitFor('the middle of the thread rendered', async () => (Number(await page.locator('.thread-row').first().getAttribute('data-index')) < 250 ? true : undefined));
+    const reading = page.locator('.thread-row').nth(3);
+    const index = (await reading.getAttribute('data-index'))!;
+    const readingTop = await topOf(reading);
+    expect(await sandbox(`/accounts/${encodeURIComponent(DAVE)}/messages`, { to: PHONE, text: 'Dave is back today' })).toBe(201);
+    await page.locator('[data-testid="jump-to-newest"][data-unseen="1"]').waitFor();
+    expect(Math.abs((await topOf(page.locator(`.thread-row[data-index="${index}"]`))) - readingTop)).toBeLessThanOrEqual(2);
+    await page.getByTestId('jump-to-newest').getByRole('button').click();
+    await scroller.getByText('Dave is back today').waitFor();
+    // The new day has its separator above it.
+    await expect(page.getByTestId('date-separator').last().textContent()).resolves.toBe('Today');
+    // At the bottom, the next message is followed and announced.
+    expect(await sandbox(`/accounts/${encodeURIComponent(DAVE)}/messages`, { to: PHONE, text: 'And once more' })).toBe(201);
+    await scroller.getByText('And once more').waitFor();
+    await waitFor('the thread at the bottom', () => scroller.evaluate((el) => (el.scrollHeight - el.scrollTop - el.clientHeight < 2 ? true : undefined)));
+    await expect(page.getByTestId('message-announcer').textContent()).resolves.toBe('New message from Dave Long: And once more');
+    await page.getByTestId('thread-back').click();
   });
 
   it('reaches every one of 250 chats: the oldest by scrolling the list and by the server-side filter', async () => {

@@ -139,7 +139,7 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     const row = page.getByTestId('connection-row').first();
     connectionId = (await row.getAttribute('data-id'))!;
     await row.locator('[data-testid="status-badge"][data-status="online"]').waitFor({ timeout: 30_000 });
-    await expect(row.textContent()).resolves.toContain(PHONE);
+    await row.getByText(PHONE).waitFor(); // the record read once linked
     await shot('03-connections');
   });
 
@@ -194,8 +194,14 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
 
   it('receives a message live and replies to it with a quote', async () => {
     await sandbox('POST', `/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'Are you there, console?' });
+    // The operator is reading the start of the history: the new message does not move the view, it is counted on
+    // the jump button, which brings the newest messages back.
+    await page.locator('[data-testid="jump-to-newest"][data-unseen="1"]').waitFor({ timeout: 20_000 });
+    await expect(page.getByTestId('history-start').isVisible()).resolves.toBe(true);
+    await page.getByRole('button', { name: 'Jump to the newest message (1 new)' }).click();
     const incoming = page.locator('[data-testid="message"][data-from-me="false"]', { hasText: 'Are you there, console?' });
     await incoming.waitFor({ timeout: 20_000 });
+    await page.getByTestId('jump-to-newest').waitFor({ state: 'detached' });
     await incoming.getByTestId('message-actions').click();
     await page.getByRole('menuitem', { name: 'Reply' }).click();
     await page.getByTestId('reply-banner').waitFor();
