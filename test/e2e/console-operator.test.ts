@@ -17,6 +17,8 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { checkView, settled } from '../helpers/axe.ts';
+import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -30,8 +32,6 @@ const ALICE_JID = '15550101@s.whatsapp.net';
 const DAVE = '+15550108';
 const DAVE_JID = '15550108@s.whatsapp.net';
 const HISTORY = 2000;
-const SHOTS = path.resolve('test-results/screenshots');
-const AXE_SOURCE = fs.readFileSync(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
 
 describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint', { timeout: 120_000 }, () => {
   let dataDir: string;
@@ -55,10 +55,9 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
   };
   const sandbox = async (route: string, body: unknown) =>
     (await fetch(`${service.sandboxUrl}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  const shot = (name: string) => saveShot(page, name);
 
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-console-op-'));
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-chromium-op-'));
     port = '0';
@@ -129,6 +128,9 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     // The hint follows the health answer (sandbox or not), which arrives just after the page.
     await page.getByTestId('token-command').filter({ hasText: '--sandbox' }).waitFor();
     await expect(page.getByTestId('token-command').textContent()).resolves.toBe('switchboard token create --user NAME --sandbox');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect(await checkView(page, 'sign-in')).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
     await page.getByTestId('token-input').fill(token);
     await page.getByRole('button', { name: 'Open console' }).click();
     await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
@@ -140,7 +142,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.getByTestId('nav-chats').click();
     const alice = page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`);
     await alice.waitFor();
-    await shot('phone-chat-list');
+    expect(await checkView(page, 'phone-chats')).toEqual([]);
     const listBox = await alice.boundingBox();
     expect(listBox!.width).toBeGreaterThan(300); // the list takes the width, not a squeezed column
     await alice.click();
@@ -148,7 +150,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await expect(alice.isVisible()).resolves.toBe(false);
     const thread = await page.getByTestId('thread-scroll').boundingBox();
     expect(thread!.width).toBeGreaterThan(300);
-    await shot('phone-thread');
+    expect(await checkView(page, 'phone-thread')).toEqual([]);
     await page.getByTestId('thread-back').click();
     await alice.waitFor();
   });
@@ -440,40 +442,67 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await expect(page.getByTestId('nav-tokens').getAttribute('aria-current')).resolves.toBe('page');
   });
 
-  it('has no serious or critical accessibility violations in any view, light or dark (axe-core)', async () => {
-    const origin = new URL(service.apiUrl).origin;
+  it('has no serious or critical accessibility violations in any view, light or dark (axe-core), one h1 each, named message actions', async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
+    // Alice's chat on top of the list for the chats view.
+    expect(await sandbox(`/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'See you at the standup' })).toBe(201);
+    const views: Array<{ name: string; nav: string; ready: () => Promise<unknown>; after?: () => Promise<unknown> }> = [
+      { name: 'connections', nav: 'connections', ready: () => page.getByTestId('connection-row').first().waitFor() },
+      {
+        name: 'connections-deleted',
+        nav: 'connections',
+        ready: async () => {
+          await page.getByTestId('connections-filter').getByText('Deleted').click();
+          await page.getByTestId('deleted-connection-row').first().waitFor();
+        },
+        after: () => page.getByTestId('connections-filter').getByText('Active').click(),
+      },
+      {
+        name: 'pairing',
+        nav: 'connections',
+        ready: async () => {
+          await page.getByTestId('new-connection').click();
+          await page.waitForFunction(() => {
+            const doc = (globalThis as unknown as { document: { querySelector(s: string): { complete: boolean; naturalWidth: number } | null } }).document;
+            const img = doc.querySelector('[data-testid="pairing-qr"]');
+            return !!img && img.complete && img.naturalWidth > 0;
+          });
+        },
+        after: async () => {
+          await page.keyboard.press('Escape');
+          await page.getByTestId('pairing-panel').waitFor({ state: 'detached' });
+        },
+      },
+      {
+        name: 'chats',
+        nav: 'chats',
+        ready: async () => {
+          await page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`).click();
+          await page.getByTestId('thread-scroll').getByText('See you at the standup').waitFor();
+        },
+      },
+      { name: 'webhooks', nav: 'webhooks', ready: () => page.getByTestId('webhook-row').first().waitFor() },
+      { name: 'tokens', nav: 'tokens', ready: () => page.getByTestId('tokens-table').waitFor() },
+      { name: 'billing', nav: 'billing', ready: () => page.getByTestId('billing-slots').waitFor() },
+      { name: 'events', nav: 'events', ready: () => page.getByTestId('event-row').first().waitFor() },
+      { name: 'settings', nav: 'settings', ready: () => page.getByText('Sandbox (simulated WhatsApp)').waitFor() },
+    ];
     const report: string[] = [];
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      for (const view of ['connections', 'chats', 'webhooks', 'tokens', 'billing', 'events', 'settings']) {
-        await page.goto(`${origin}/#/${view}`);
-        await page.getByTestId('token-input').or(page.getByTestId(`nav-${view}`)).first().waitFor();
-        if (await page.getByTestId('token-input').isVisible()) {
-          await page.getByTestId('token-input').fill(token);
-          await page.getByRole('button', { name: 'Open console' }).click();
-        }
-        await page.getByTestId(`nav-${view}`).waitFor();
-        await page.waitForTimeout(400);
-        if (view === 'chats') await page.locator('[data-testid="chat-item"]').first().click();
-        await page.evaluate(AXE_SOURCE); // evaluated through the devtools protocol: the page's CSP stays as it is
-        const violations = await page.evaluate(async () => {
-          const axe = (globalThis as unknown as { axe: { run(ctx: unknown, o: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }> }> }> } }).axe;
-          const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
-          const detail = (n: { target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }) => {
-            const d = n.any?.[0]?.data;
-            return `${n.target.join(' ')}${d?.fgColor ? ` [${d.fgColor} on ${d.bgColor}: ${d.contrastRatio}]` : ''}`;
-          };
-          return r.violations
-            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-            .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map(detail).join(' | ')}`);
-        });
-        report.push(...violations.map((v) => `${scheme} ${view}: ${v}`));
-        await page.screenshot({ path: path.join(SHOTS, `view-${view}-${scheme}.png`) });
-        if (process.env.UPDATE_SCREENSHOTS) fs.copyFileSync(path.join(SHOTS, `view-${view}-${scheme}.png`), path.resolve('docs/screenshots', `view-${view}-${scheme}.png`));
+    for (const view of views) {
+      await page.getByTestId(`nav-${view.nav}`).click();
+      await view.ready();
+      await settled(page);
+      report.push(...(await checkView(page, view.name)));
+      const h1 = await page.locator('h1').count();
+      if (h1 !== 1) report.push(`${view.name}: ${h1} h1 elements`);
+      if (view.name === 'chats') {
+        // Each message's menu button is named by its action and its message (sender and time), not "Message actions".
+        const names = await page.getByTestId('message-actions').evaluateAll((els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
+        expect(names.length).toBeGreaterThan(3);
+        for (const name of names) expect(name).toMatch(/^Actions for the message from (You|Alice Sandbox) at \d{1,2}:\d{2}/);
       }
+      await view.after?.();
     }
-    await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 390, height: 844 });
     expect(report).toEqual([]);
   });
