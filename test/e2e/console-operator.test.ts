@@ -416,7 +416,6 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
       await expect(gone.getByRole('button').count()).resolves.toBe(0); // nothing to act on
       await expect(page.locator('[data-testid="deleted-connection-row"]').count()).resolves.toBe(1);
       await expect(page.locator(`[data-testid="deleted-connection-row"][data-id="${connectionId}"]`).count()).resolves.toBe(0);
-      if (!reload) await shot('phone-connections-deleted');
       await page.getByTestId('connections-filter').getByText('Active').click();
       await page.locator(`[data-testid="connection-row"][data-id="${connectionId}"]`).waitFor();
       await expect(page.locator(`[data-testid="connection-row"][data-id="${createdId}"]`).count()).resolves.toBe(0);
