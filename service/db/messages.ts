@@ -4,12 +4,16 @@
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
+import { MediaUrls, mediaFileOfUrl } from './media-url.ts';
 import { searchIndex, type SearchIndex } from './search.ts';
 
 export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'location', 'contact'] as const;
 export type MessageType = (typeof MESSAGE_TYPES)[number];
 
-/** Media attached to a message; `url` is the authenticated media-proxy URL path. */
+/**
+ * Media attached to a message. `url` is the absolute media-proxy URL (media-url.ts), fetched with the same
+ * Authorization header; its last segment is the file's name in the connection's media folder.
+ */
 export interface MessageMedia {
   url: string;
   mimetype: string;
@@ -188,7 +192,24 @@ function contentJson(m: MessageContent): string | null {
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null;
 }
 
-function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
+/** A message's media as stored in the `media` column: the file name in place of the URL, which depends on the address. */
+interface MediaColumn extends Omit<MessageMedia, 'url'> {
+  file?: string;
+  /** Rows written before issue 17 kept the URL path (`/api/connections/<id>/media/<file>`). */
+  url?: string;
+}
+
+function mediaColumn(media: MessageMedia): string {
+  const { url, ...rest } = media;
+  return JSON.stringify({ file: mediaFileOfUrl(url) ?? '', ...rest } satisfies MediaColumn);
+}
+
+function mediaOf(json: string, connectionId: string, urls: MediaUrls): MessageMedia {
+  const { file, url, ...rest } = JSON.parse(json) as MediaColumn;
+  return { url: urls.of(connectionId, file ?? (url !== undefined ? mediaFileOfUrl(url) : undefined) ?? ''), ...rest };
+}
+
+function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: Reaction[] = []): Message {
   return {
     kind: r.kind as MessageKindName,
     rawType: r.raw_type,
@@ -202,7 +223,7 @@ function toMessage(r: RawRow, reactions: Reaction[] = []): Message {
     type: r.type as MessageType,
     text: r.text,
     quotedMessageId: r.quoted_id,
-    media: r.media ? (JSON.parse(r.media) as MessageMedia) : null,
+    media: r.media ? mediaOf(r.media, connectionId, urls) : null,
     ack: r.ack,
     mentions: r.mentions ? (JSON.parse(r.mentions) as string[]) : [],
     isForwarded: r.is_forwarded === 1,
@@ -282,7 +303,7 @@ export type MessagesRepo = ReturnType<typeof messagesRepo>;
  * Named queries over `messages`. Every write keeps the full-text index (`search`, search.ts) in step in the same
  * transaction: inserts and edits (re)index the message, revokes remove it.
  */
-export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
+export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls: MediaUrls = new MediaUrls()) {
   const q = {
     upsert: db.prepare(
       `INSERT INTO messages (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
@@ -399,7 +420,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
       connectionId,
       rows.map((r) => r.id),
     );
-    return rows.map((r) => toMessage(r, reactions.get(r.id) ?? []));
+    return rows.map((r) => toMessage(r, connectionId, urls, reactions.get(r.id) ?? []));
   };
 
   return {
@@ -419,7 +440,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
         type: m.type,
         text: m.text,
         quotedMessageId: m.quotedMessageId,
-        media: m.media ? JSON.stringify(m.media) : null,
+        media: m.media ? mediaColumn(m.media) : null,
         ack: m.ack,
         raw: m.raw ? Buffer.from(m.raw) : null,
         mentions: m.mentions?.length ? JSON.stringify(m.mentions) : null,
@@ -455,7 +476,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db)) {
     /** Any message with this key id (media file names are `<key id>.<ext>`). */
     findByKeyId(connectionId: string, keyId: string): Message | undefined {
       const r = q.byKey.get(connectionId, keyId) as RawRow | undefined;
-      return r && toMessage(r);
+      return r && toMessage(r, connectionId, urls);
     },
     /** Replaces the stored WebMessageInfo bytes (after a media re-upload rewrote the media's directPath). */
     setRaw(connectionId: string, id: string, raw: Uint8Array): void {

@@ -28,13 +28,14 @@ import {
   type MessageMedia,
   type StoredMessage,
 } from '../db/messages.ts';
+import { mediaFileOfUrl } from '../db/media-url.ts';
 
 /** The chat id of status posts (stories). */
 export const STATUS_JID = 'status@broadcast';
 
 export interface ModelContext {
-  /** API path prefix of this connection, e.g. `/api/connections/<id>`; media URLs hang below it. */
-  connectionPath: string;
+  /** The absolute media URL of a file of this connection (`store.mediaUrls.of`, db/media-url.ts). */
+  mediaUrl(file: string): string;
   /** Own phone-number JID `<digits>@s.whatsapp.net` (null before linking). */
   ownJid: string | null;
   /** Own LID `<digits>@lid`, if known. */
@@ -295,11 +296,12 @@ function structuredOf(content: proto.IMessage, outer: proto.IMessage | null | un
   }
   const album = content.albumMessage;
   if (album) out.album = { expectedImages: album.expectedImageCount ?? 0, expectedVideos: album.expectedVideoCount ?? 0 };
-  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper.
+  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper. The
+  // album's key is written by the sender (`fromMe: true` from its side, as Baileys' albumParentKey), and an album's
+  // items always come from the album's sender: the album is on the same side as the item.
   const assoc = content.messageContextInfo?.messageAssociation ?? outer?.messageContextInfo?.messageAssociation;
   if (assoc?.parentMessageKey?.id && assoc.associationType === proto.MessageAssociation.AssociationType.MEDIA_ALBUM) {
-    const parentFromMe = assoc.parentMessageKey.fromMe ?? fromMe;
-    out.albumId = messageIdOf(!!parentFromMe, chatId, assoc.parentMessageKey.id);
+    out.albumId = messageIdOf(fromMe, chatId, assoc.parentMessageKey.id);
   }
   return out;
 }
@@ -334,12 +336,7 @@ export function mediaFileName(keyId: string, mimetype: string): string {
 
 /** The on-disk file name of a stored message's media (the last segment of its proxy URL). */
 export function mediaFileNameOf(media: MessageMedia): string | undefined {
-  const last = media.url.slice(media.url.lastIndexOf('/') + 1);
-  try {
-    return decodeURIComponent(last) || undefined;
-  } catch {
-    return undefined;
-  }
+  return mediaFileOfUrl(media.url);
 }
 
 function contextInfoOf(content: proto.IMessage): proto.IContextInfo | undefined {
@@ -359,7 +356,7 @@ function mediaOf(content: proto.IMessage, keyId: string, ctx: ModelContext): Mes
     const mimetype = m.mimetype ?? 'application/octet-stream';
     const filename = mediaFileName(keyId, mimetype);
     return {
-      url: `${ctx.connectionPath}/media/${encodeURIComponent(filename)}`,
+      url: ctx.mediaUrl(filename),
       mimetype,
       filename: m.fileName ?? null,
       size: m.fileLength == null ? null : Number(m.fileLength),

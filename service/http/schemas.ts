@@ -14,6 +14,9 @@ export const Offset = Type.Integer({ minimum: 0, default: 0 });
 
 export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
+/** `:id` of a connection-scoped route (plugins/connection-scope.ts resolves it to `request.connection`). */
+export const ConnectionParams = Type.Object({ id: Type.String() });
+
 export const MessageSchema = Type.Object({
   id: Type.String(),
   chatId: Type.String(),
@@ -31,7 +34,12 @@ export const MessageSchema = Type.Object({
   quotedMessageId: Nullable(Type.String()),
   media: Nullable(
     Type.Object({
-      url: Type.String(),
+      url: Type.String({
+        format: 'uri',
+        description:
+          'Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same ' +
+          '`Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.',
+      }),
       mimetype: Type.String(),
       filename: Nullable(Type.String()),
       size: Nullable(Type.Integer()),

@@ -2,7 +2,7 @@
  * The sandbox admin HTTP API (JSON) — a binding contract other programs depend on.
  *
  *   GET  /                                → 200 { name, rootPublicKey (hex), wsUrl, caCertPem, mediaHost, accounts,
- *                                             online, pairing }
+ *                                             online, pairing, linkCodes (companions waiting for a phone code) }
  *   GET  /accounts                        → 200 [{ phoneNumber, jid, lid, pushName }]
  *   POST /accounts { phoneNumber, pushName } → 201 account | 400 | 409
  *   GET  /accounts/:phoneNumber           → 200 account | 404            (extra)
@@ -14,11 +14,19 @@
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
  *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
+ *   POST /accounts/:phoneNumber/link-code { code } → 200 { jid, lid, deviceId } once that phone entered the code a
+ *                                            companion showed ("Link with phone number instead") and pairing
+ *                                            succeeded | 400 (malformed or wrong code, no companion waiting for a
+ *                                            code for this phone) | 404 | 409 | 502 | 504
  *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
+ *   (messages — 1:1 and group — also take album: [{ image } | { video }] (2–30, media as above) instead of content:
+ *    the album message, then each item linked to it (album.ts) → 201 { id (the album's), itemIds })
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
+ *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
+ *                                           loses its connection without a word, as in a network drop
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
  *        the recipient` (the `to` account blocked this phone)
  *   POST /accounts/:phoneNumber/calls { to, isVideo? } → 201 call — that phone calls `to` (an `<offer>` to its online
@@ -26,6 +34,12 @@
  *   GET  /accounts/:phoneNumber/calls     → 200 [call] placed or received by that phone (in memory)
  *   POST /accounts/:phoneNumber/calls/:callId/end → 200 call | 404 `Call not found` — the caller hangs up (`<terminate>`)
  *   GET  /accounts/:phoneNumber/blocklist → 200 [phone] the accounts that phone blocked (blocklist IQs of its companions)
+ *   GET  /accounts/:phoneNumber/profile   → 200 { phoneNumber, jid, lid, pushName, about, aboutSetAt, picture: { id, url,
+ *        previewUrl, size, sha256, setAt } | null } — the profile as the server keeps it (and contacts see it)
+ *   PATCH /accounts/:phoneNumber/profile { pushName?, about? (null or "" clears), picture?: { base64 } (JPEG kept as
+ *        is, PNG converted to JPEG) | null (removes) } → 200 profile | 400 — as if the phone changed it; a picture
+ *        change is announced to the contacts' companions (`<notification type="picture">`)
+ *   GET  /accounts/:phoneNumber/profile/picture → 200 image/jpeg | 404 `No profile picture`
  *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
  *        document | sticker | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
@@ -55,6 +69,11 @@
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
  *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
  *        isAdmin }] } | 404
+ *   GET  /accounts/:phoneNumber/group-iqs → 200 { total, byKind: { query, participating, create, … } } — the `w:g2`
+ *        IQs that phone's companions sent since the sandbox started, by the IQ's first child
+ *   GET  /groups/:groupId/metadata-queries → 200 { total, byPhone: { '+<digits>': n } } — the `w:g2` metadata
+ *        queries (`<query request="interactive"/>`) of that group the server answered since the sandbox started, per
+ *        asking phone (its companions): a client that caches group metadata asks once, not on every send
  *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes), announce?: boolean (only admins
  *        send), locked?: boolean (only admins edit), ephemeral?: seconds (0 = off) } → 200 group | 400 | 403 (not a
  *        member; not an admin for announce/locked, or for anything in a locked group) | 404
@@ -83,11 +102,14 @@ import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
 import { buildPollVote, buildRichContent, RICH_CONTENT_FIELDS, RichContentError } from './rich-content.ts';
+import { albumChild, albumParent, MAX_ALBUM_ITEMS } from './album.ts';
 import { MEDIA_KINDS, type MediaKind } from './media.ts';
 import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
+import { normaliseLinkCode } from './link-code.ts';
+import { MAX_ABOUT, ProfileInputError } from './profiles.ts';
 import type { AccountRow, GroupRow, MessageRow } from './store.ts';
 import { parseHost } from '../net/host.ts';
 import {
@@ -109,6 +131,8 @@ const MAX_MEDIA_BODY = 96 * 1024 * 1024;
 const MAX_HISTORY = 200_000;
 const MAX_TEXT = 65536;
 const MAX_NAME = 100;
+/** Bodies of profile updates may carry a base64 picture. */
+const MAX_PICTURE_BODY = 16 * 1024 * 1024;
 
 class HttpError extends Error {
   constructor(
@@ -365,6 +389,7 @@ export function createAdminHandler(
       accounts: accounts.count(),
       online: ctx.delivery.onlineCount,
       pairing: ctx.pairing.waitingCount,
+      linkCodes: ctx.linkCodes.waitingCount,
     }),
   );
 
@@ -440,6 +465,19 @@ export function createAdminHandler(
     }
   });
 
+  on('POST', '/accounts/:phoneNumber/link-code', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const code = typeof body.code === 'string' ? normaliseLinkCode(body.code) : undefined;
+    if (!code) throw new HttpError(400, 'code is required and must be the 8 letters or digits the device shows (e.g. ABCD-EFGH)');
+    try {
+      return send(res, 200, await ctx.linkCodes.enter(account, code));
+    } catch (err) {
+      if (err instanceof ScanError) throw new HttpError(err.statusCode, err.message);
+      throw err;
+    }
+  });
+
   // ---- 1:1 messages and signals -------------------------------------------------------------
 
   on('GET', '/accounts/:phoneNumber/messages', (_req, res, p) =>
@@ -462,9 +500,53 @@ export function createAdminHandler(
     return send(res, 200, call);
   });
 
+  on('GET', '/accounts/:phoneNumber/group-iqs', (_req, res, p) => send(res, 200, ctx.groups.iqCounts(accountOf(p.phoneNumber).pn)));
+
   on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);
     return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
+  });
+
+  // ---- profiles (profiles.ts) --------------------------------------------------------------------
+
+  on('GET', '/accounts/:phoneNumber/profile', (_req, res, p) => send(res, 200, ctx.profiles.view(accountOf(p.phoneNumber))));
+
+  on('GET', '/accounts/:phoneNumber/profile/picture', (_req, res, p) => {
+    const bytes = ctx.profiles.pictureBytes(accountOf(p.phoneNumber).pn);
+    if (!bytes) throw new HttpError(404, 'No profile picture');
+    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': bytes.length });
+    res.end(bytes);
+  });
+
+  on('PATCH', '/accounts/:phoneNumber/profile', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req, MAX_PICTURE_BODY);
+    const unknown = Object.keys(body).filter((k) => !['pushName', 'about', 'picture'].includes(k));
+    if (unknown.length) throw new HttpError(400, `unknown field ${unknown[0]!} (pushName, about, picture)`);
+    const pushName = body.pushName === undefined ? undefined : requireString(body, 'pushName', MAX_NAME).trim();
+    if (body.about !== undefined && body.about !== null && typeof body.about !== 'string') throw new HttpError(400, 'about must be a string or null');
+    const about = body.about as string | null | undefined;
+    if (typeof about === 'string' && [...about].length > MAX_ABOUT) throw new HttpError(400, `about must be at most ${MAX_ABOUT} characters`);
+    let picture: Buffer | null | undefined;
+    if (body.picture === null) picture = null;
+    else if (body.picture !== undefined) {
+      const b64 = asObject(body.picture, 'picture').base64;
+      if (typeof b64 !== 'string' || !b64 || !BASE64.test(b64.replace(/\s/g, ''))) {
+        throw new HttpError(400, 'picture.base64 is required and must be base64-encoded JPEG or PNG bytes');
+      }
+      picture = Buffer.from(b64, 'base64');
+    }
+    // the picture first: it is the one part that can still be refused (400), and then nothing has changed
+    try {
+      if (picture) await ctx.profiles.setPicture(account, picture);
+    } catch (err) {
+      if (err instanceof ProfileInputError) throw new HttpError(400, err.message);
+      throw err;
+    }
+    if (picture === null) ctx.profiles.removePicture(account);
+    if (about !== undefined) ctx.profiles.setAbout(account.pn, about);
+    if (pushName !== undefined) accounts.setPushName(account.pn, pushName);
+    return send(res, 200, ctx.profiles.view(accounts.get(account.pn)!));
   });
 
   on('POST', '/accounts/:phoneNumber/messages', async (req, res, p) => {
@@ -482,6 +564,15 @@ export function createAdminHandler(
     if (body.forwarded !== undefined) {
       if (typeof body.forwarded !== 'boolean') throw new HttpError(400, 'forwarded must be a boolean');
       if (body.forwarded) contextInfo = { ...contextInfo, isForwarded: true, forwardingScore: 1 };
+    }
+    if (body.album !== undefined) {
+      if (body.status !== undefined || body.undecryptable !== undefined) {
+        throw new HttpError(400, 'album cannot be combined with status or undecryptable');
+      }
+      const album = await sendAlbum(ctx, body, pnJid(recipient.pn), contextInfo, (message, mediaPlaintext) =>
+        ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext }),
+      );
+      return send(res, 201, album);
     }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
     if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
@@ -523,6 +614,9 @@ export function createAdminHandler(
     ctx.delivery.withholdOfflineMarker = body.withhold;
     noContent(res);
   });
+
+  // Every client waiting to be linked loses its connection without a word, as in a network drop.
+  on('POST', '/faults/drop-unlinked', (_req, res) => send(res, 200, { dropped: ctx.pairing.dropWaiting() }));
 
   on('POST', '/accounts/:phoneNumber/messages/:id/expire-media', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);
@@ -692,6 +786,8 @@ export function createAdminHandler(
 
   on('GET', '/groups/:groupId', (_req, res, p) => send(res, 200, ctx.groups.view(groupOf(p.groupId))));
 
+  on('GET', '/groups/:groupId/metadata-queries', (_req, res, p) => send(res, 200, ctx.groups.metadataQueries(groupOf(p.groupId))));
+
   on('PATCH', '/groups/:groupId', async (req, res, p) => {
     const group = groupOf(p.groupId);
     const body = await readJson(req);
@@ -836,6 +932,12 @@ export function createAdminHandler(
         });
         contextInfo = { ...contextInfo, mentionedJid };
       }
+      if (body.album !== undefined) {
+        const album = await sendAlbum(ctx, body, gjid, contextInfo, (m, mediaPlaintext) =>
+          ctx.groups.sendFromPhone(from, group, m, { mediaPlaintext }),
+        );
+        return send(res, 201, album);
+      }
       ({ message, mediaPlaintext } = await buildContent(ctx, body, contextInfo));
     }
     const { id } = await ctx.groups.sendFromPhone(from, group, message, { mediaPlaintext });
@@ -888,6 +990,41 @@ function emojiOf(o: Json, field = 'emoji'): string {
   if (typeof o.emoji !== 'string') throw new HttpError(400, `${field} is required (a string; "" removes the reaction)`);
   if (o.emoji.length > 32) throw new HttpError(400, `${field} must be at most 32 characters`);
   return o.emoji;
+}
+
+/**
+ * Sends `body.album` (2–30 items, each `{ image }` or `{ video }` media as for a single send) the way a phone does
+ * (album.ts): the album message (with `contextInfo`: a reply, mentions), then every item linked to it. Everything
+ * is checked before the first message leaves. Returns the album's id and its items' ids in order.
+ */
+async function sendAlbum(
+  ctx: SandboxContext,
+  body: Json,
+  remoteJid: string,
+  contextInfo: proto.IContextInfo | undefined,
+  sendOne: (message: proto.IMessage, mediaPlaintext?: Buffer) => Promise<{ id: string }>,
+): Promise<{ id: string; itemIds: string[] }> {
+  const others = CONTENT_FIELDS.filter((k) => body[k] !== undefined && body[k] !== null);
+  if (others.length > 0) throw new HttpError(400, `album cannot be combined with ${others.join(', ')}`);
+  const raw = body.album;
+  if (!Array.isArray(raw) || raw.length < 2 || raw.length > MAX_ALBUM_ITEMS) {
+    throw new HttpError(400, `album must be an array of 2 to ${MAX_ALBUM_ITEMS} items ({ image } or { video })`);
+  }
+  const items = raw.map((item, i) => {
+    const o = asObject(item, `album[${i}]`);
+    const kinds = (['image', 'video'] as const).filter((k) => o[k] !== undefined);
+    if (kinds.length !== 1 || Object.keys(o).length !== 1) throw new HttpError(400, `album[${i}] must have exactly one of image, video`);
+    return parseMedia(o[kinds[0]!], kinds[0]!);
+  });
+  const images = items.filter((m) => m.kind === 'image').length;
+  const parent = await sendOne(albumParent({ images, videos: items.length - images }, contextInfo));
+  const itemIds: string[] = [];
+  for (const [i, input] of items.entries()) {
+    const hosted = await ctx.media.hostMedia(input.data, input.kind);
+    const media = mediaMessage(input, { ...hosted, fileLength: input.data.length });
+    itemIds.push((await sendOne(albumChild(media, remoteJid, parent.id, i), input.data)).id);
+  }
+  return { id: parent.id, itemIds };
 }
 
 /**

@@ -4,15 +4,18 @@
  */
 import type { Logger } from 'pino';
 import type { Accounts } from './accounts.ts';
+import type { AppStateKeys } from './app-state.ts';
 import type { Blocklist } from './blocklist.ts';
 import type { Calls } from './calls.ts';
 import type { ServerIdentity } from './certs.ts';
 import type { Delivery } from './delivery.ts';
 import type { Groups } from './groups.ts';
+import type { LinkCodes } from './link-code.ts';
 import type { MediaHost } from './media.ts';
 import type { Messaging } from './messaging.ts';
 import type { Pairing } from './pairing.ts';
 import type { Phones } from './signal-device.ts';
+import type { Profiles } from './profiles.ts';
 import type { Signals } from './signals.ts';
 import type { Store } from './store.ts';
 
@@ -23,6 +26,8 @@ export interface SandboxContext {
   accounts: Accounts;
   phones: Phones;
   pairing: Pairing;
+  /** Linking by phone code (`link_code_companion_reg`). */
+  linkCodes: LinkCodes;
   delivery: Delivery;
   messaging: Messaging;
   groups: Groups;
@@ -30,6 +35,10 @@ export interface SandboxContext {
   blocklist: Blocklist;
   /** Calls placed by the phones (signalling only). */
   calls: Calls;
+  /** About texts and profile pictures. */
+  profiles: Profiles;
+  /** The accounts' app-state sync keys (shared with companions; push-name patches). */
+  appState: AppStateKeys;
   signals: Signals;
   /** The HTTPS media host; `media.host` (`host:port`) is advertised in `media_conn` answers. */
   media: MediaHost;

@@ -155,9 +155,48 @@ export class Pairing {
     for (const ref of pending.refs) this.byRef.delete(ref);
   }
 
+  /** Closes the connection of every client waiting to be linked, as a network drop would. @returns how many. */
+  dropWaiting(): number {
+    const waiting = [...this.byConn.values()].filter((p) => p.state === 'waiting');
+    for (const p of waiting) p.conn.close();
+    return waiting.length;
+  }
+
   /** Whether any client is currently waiting to be scanned (for health output). */
   get waitingCount(): number {
     return this.byConn.size;
+  }
+
+  /**
+   * The Signal identity key (32 bytes) `conn` registered with, while it is open and waiting to be linked
+   * (neither paired nor being paired); undefined otherwise. Used by the link-code flow (link-code.ts).
+   */
+  waitingIdentity(conn: ClientConnection): Buffer | undefined {
+    const pending = this.byConn.get(conn);
+    return pending && pending.state === 'waiting' && conn.isOpen ? pending.identityPub : undefined;
+  }
+
+  /**
+   * Links the waiting client `conn` to `account` with an ADV secret agreed outside a QR code (the link-code
+   * flow derives it from both sides' keys): the same `pair-success` → `pair-device-sign` → 515 finish as a scan.
+   * @throws ScanError 400 (the client is gone or not waiting), 409 (already being paired), 502, 504 as scan.
+   */
+  async pairWithSecret(account: AccountRow, conn: ClientConnection, advSecret: Buffer): Promise<ScanResult> {
+    const pending = this.byConn.get(conn);
+    if (!pending || !conn.isOpen) throw new ScanError(400, 'the linking device is no longer connected');
+    if (pending.state !== 'waiting') throw new ScanError(409, 'the linking device is already being linked');
+    return this.claim(pending, () => this.pair(account, pending, advSecret));
+  }
+
+  /** Runs a pairing attempt of `pending`, which is `scanning` meanwhile and `waiting` again if it fails. */
+  private async claim(pending: PendingPairing, attempt: () => Promise<ScanResult>): Promise<ScanResult> {
+    pending.state = 'scanning';
+    try {
+      return await attempt();
+    } catch (err) {
+      if (pending.state === 'scanning') pending.state = 'waiting';
+      throw err;
+    }
   }
 
   /**
@@ -180,13 +219,7 @@ export class Pairing {
       throw new ScanError(400, 'QR code keys do not match the waiting client');
     }
     if (pending.state !== 'waiting') throw new ScanError(409, 'QR code was already scanned');
-    pending.state = 'scanning';
-    try {
-      return await this.pair(account, pending, parsed.advSecret);
-    } catch (err) {
-      if (pending.state === 'scanning') pending.state = 'waiting';
-      throw err;
-    }
+    return this.claim(pending, () => this.pair(account, pending, parsed.advSecret));
   }
 
   private async pair(account: AccountRow, pending: PendingPairing, advSecret: Buffer): Promise<ScanResult> {

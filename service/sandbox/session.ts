@@ -281,6 +281,7 @@ export class ClientConnection {
     }
     this.pendingIqs.clear();
     this.ctx.pairing.end(this);
+    this.ctx.linkCodes.end(this);
     this.ctx.delivery.detach(this);
     this.log.debug('connection closed');
   }

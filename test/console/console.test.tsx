@@ -105,6 +105,24 @@ describe('thread store', () => {
   });
 });
 
+describe('media URLs', () => {
+  const client = new ApiClient({ baseUrl: 'http://127.0.0.1:7575/api', token: 'wh_x' });
+  const file = '/connections/c1/media/ABC.png';
+
+  it('fetches an absolute media.url on the API origin as given, without prefixing it', () => {
+    expect(client.resolveMediaUrl(`http://127.0.0.1:7575/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+
+  it('fetches the file of a media.url on another address (--public-url) through its own API base', () => {
+    expect(client.resolveMediaUrl(`https://wa.example.com/switchboard/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+    expect(client.resolveMediaUrl(`http://localhost:7575/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+
+  it('still resolves the relative paths of older services', () => {
+    expect(client.resolveMediaUrl(`/api${file}`)).toBe(`http://127.0.0.1:7575/api${file}`);
+  });
+});
+
 describe('message actions', () => {
   it('deletes an own message for everyone and forwards one, through the API client', async () => {
     const mine = msg(5, { fromMe: true, senderPushName: '' });

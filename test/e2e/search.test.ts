@@ -5,7 +5,7 @@
  * search syntax (words, phrase, prefix, exclusion, diacritics, Cyrillic and Japanese), filters, edits and revokes followed,
  * per-user scoping (403, and /search only sees the caller's connections), malformed queries (400);
  * `around=` paging both ways over the whole history; JSONL export equal to the messages API; the HTML transcript
- * rendered by Chromium (screenshot in docs/screenshots/); the ZIP export holding the media with identical bytes.
+ * rendered by Chromium (screenshot in test-results/screenshots/, docs/screenshots/ with UPDATE_SCREENSHOTS=1); the ZIP export holding the media with identical bytes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -254,7 +254,9 @@ describe('search, surroundings and export through the sandbox', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = res.bytes.toString('utf8');
-    expect(html).not.toMatch(/<script|<link|src=|https?:\/\//i);
+    // Self-contained: nothing to load. A media file's URL is named only as data (data-media-url), never fetched.
+    expect(html).toMatch(/data-media-url="http:\/\/127\.0\.0\.1:\d+\/api\/connections\//);
+    expect(html.replace(/ data-media-url="[^"]*"/g, '')).not.toMatch(/<script|<link|src=|https?:\/\//i);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-export-'));
     const file = path.join(dir, 'transcript.html');
     fs.writeFileSync(file, res.bytes);

@@ -57,7 +57,7 @@ describe('media folder not writable', () => {
     const msg = await waitFor('the image message stored', async () => (await messages()).find((m) => m.text === 'disk full?'));
     expect(msg.type).toBe('image');
     expect(msg.media).toMatchObject({ mimetype: 'image/png', size: PNG.length });
-    expect(msg.media!.url).toMatch(new RegExp(`^/api/connections/${connectionId}/media/[^/]+\\.png$`));
+    expect(msg.media!.url).toMatch(new RegExp(`^${s.apiUrl}/connections/${connectionId}/media/[^/]+\\.png$`));
 
     // The eager download failed, and says why.
     const failure = await waitFor('the failure logged', () =>

@@ -15,8 +15,8 @@ export interface ExternalSandboxRig {
   dir: string;
   sandbox: SandboxProcess;
   token: string;
-  /** Starts a service on the rig's data dir (killed at `close`). */
-  serve(): Promise<ServiceProcess>;
+  /** Starts a service on the rig's data dir (killed at `close`), with `extraArgs` after the rig's `serveArgs`. */
+  serve(extraArgs?: string[]): Promise<ServiceProcess>;
   /** A JSON request; `auth` adds the rig's token (the sandbox admin API takes none). */
   call: (base: string, method: string, route: string, body?: unknown, auth?: boolean) => ReturnType<typeof jsonCall>;
   /** The current QR of a connection as text, once it has one. */
@@ -40,8 +40,8 @@ export async function startExternalSandboxRig(opts: { prefix: string; user: stri
     sandbox,
     token,
     call,
-    async serve() {
-      const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, ...(opts.serveArgs ?? []), '--port', '0', '--data-dir', serviceDir]);
+    async serve(extraArgs = []) {
+      const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, ...(opts.serveArgs ?? []), ...extraArgs, '--port', '0', '--data-dir', serviceDir]);
       services.push(s);
       return s;
     },

@@ -42,7 +42,7 @@ export interface SandboxService {
   frames: Frame[];
   /** One API request with the Bearer token; JSON in and out. */
   api<T = Json>(method: string, route: string, body?: unknown, headers?: Record<string, string>): Promise<JsonResponse<T>>;
-  /** A raw API GET (binary bodies, Range). */
+  /** A raw API GET (binary bodies, Range); `route` may also be an absolute URL such as a Message's `media.url`. */
   raw(route: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; bytes: Buffer }>;
   /** One sandbox admin request. */
   sandbox<T = Json>(method: string, route: string, body?: unknown): Promise<JsonResponse<T>>;
@@ -129,7 +129,7 @@ export async function startSandboxService(opts: SandboxServiceOptions = {}): Pro
     api,
     sandbox,
     async raw(route, headers = {}) {
-      const url = route.startsWith('/api/') ? apiUrl.replace(/\/api$/, '') + route : `${apiUrl}${route}`;
+      const url = /^https?:/.test(route) ? route : route.startsWith('/api/') ? apiUrl.replace(/\/api$/, '') + route : `${apiUrl}${route}`;
       const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, ...headers } });
       return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
     },

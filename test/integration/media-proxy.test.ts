@@ -67,6 +67,25 @@ describe('media proxy', () => {
     expect(Buffer.from(await byMessage.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
+  it('answers media.url as an absolute URL on the API address, which downloads the file as given', async () => {
+    const res = await get(`/connections/${connectionId}/messages/${messageId}?chatId=${ALICE}`);
+    const message = (await res.json()) as { media: { url: string } };
+    expect(message.media.url).toBe(`${api.baseUrl}/connections/${connectionId}/media/KEYMEDIA1.png`);
+    const file = await fetch(message.media.url, { headers: { authorization: `Bearer ${user.token}` } });
+    expect(Buffer.from(await file.arrayBuffer()).equals(bytes)).toBe(true);
+    // The column keeps the file name, not an address (the URL depends on where the service is reached).
+    const column = api.store.db.prepare('SELECT media FROM messages WHERE id = ?').get(messageId) as { media: string };
+    expect(JSON.parse(column.media)).toEqual({ file: 'KEYMEDIA1.png', mimetype: 'image/png', filename: null, size: bytes.length });
+  });
+
+  it('answers rows stored with the old relative path with the absolute URL too', async () => {
+    const legacy = { url: `/api/connections/${connectionId}/media/KEYMEDIA1.png`, mimetype: 'image/png', filename: null, size: 1000 };
+    api.store.db.prepare('UPDATE messages SET media = ? WHERE id = ?').run(JSON.stringify(legacy), messageId);
+    const res = await get(`/connections/${connectionId}/chats/${ALICE}/messages`);
+    const page = (await res.json()) as { messages: Array<{ media: { url: string } }> };
+    expect(page.messages[0]!.media).toEqual({ ...legacy, url: `${api.baseUrl}/connections/${connectionId}/media/KEYMEDIA1.png` });
+  });
+
   it.each([
     ['bytes=0-0', 0, 0],
     ['bytes=100-199', 100, 199],

@@ -86,6 +86,32 @@ describe('resolveServiceConfig', () => {
     });
   });
 
+  it('reads the public URL from the flag or env, without trailing slashes; absent by default', () => {
+    expect(resolveServiceConfig({ publicUrl: 'https://wa.example.com/api/' }, {}, linux).publicUrl).toBe('https://wa.example.com/api');
+    expect(resolveServiceConfig({}, { SWITCHBOARD_PUBLIC_URL: 'http://192.168.1.5:7575/api' }, linux).publicUrl).toBe(
+      'http://192.168.1.5:7575/api',
+    );
+    expect(
+      resolveServiceConfig({ publicUrl: 'https://proxy.example.com/sb/api' }, { SWITCHBOARD_PUBLIC_URL: 'http://x/api' }, linux).publicUrl,
+    ).toBe('https://proxy.example.com/sb/api');
+    expect(resolveServiceConfig({}, {}, linux).publicUrl).toBeUndefined();
+  });
+
+  it('reads the status-media and online-fallback settings from flags or env; absent by default', () => {
+    const defaults = resolveServiceConfig({}, {}, linux);
+    expect(defaults.downloadStatusMedia).toBeUndefined();
+    expect(defaults.onlineFallbackMs).toBeUndefined(); // the session's default (20 s) applies
+    expect(resolveServiceConfig({ downloadStatusMedia: true, onlineFallbackMs: '5000' }, {}, linux)).toMatchObject({
+      downloadStatusMedia: true,
+      onlineFallbackMs: 5000,
+    });
+    expect(
+      resolveServiceConfig({}, { SWITCHBOARD_DOWNLOAD_STATUS_MEDIA: '1', SWITCHBOARD_ONLINE_FALLBACK_MS: '3000' }, linux),
+    ).toMatchObject({ downloadStatusMedia: true, onlineFallbackMs: 3000 });
+    expect(() => resolveServiceConfig({ onlineFallbackMs: '500' }, {}, linux)).toThrow(ConfigError);
+    expect(() => resolveServiceConfig({}, { SWITCHBOARD_ONLINE_FALLBACK_MS: 'soon' }, linux)).toThrow(/between 1000 and 600000/);
+  });
+
   it('reads the per-user caps from flags or env, whole numbers only (0 = no cap)', () => {
     expect(resolveServiceConfig({ maxStreamsPerUser: '5', maxLargeUploadsPerUser: '0' }, {}, linux)).toMatchObject({
       maxStreamsPerUser: 5,
@@ -154,6 +180,12 @@ describe('resolveServiceConfig', () => {
     [{ workerId: 'a b' }, {}, 'invalid --worker-id value "a b"'],
     [{ sandbox: true, waUrl: 'ws://h/ws', waRootKey: 'c2hvcnQ=' }, {}, 'expected a 32-byte key'],
     [{}, { SWITCHBOARD_SANDBOX: 'maybe' }, 'invalid SWITCHBOARD_SANDBOX value "maybe"'],
+    [{ publicUrl: 'wa.example.com/api' }, {}, 'invalid --public-url value "wa.example.com/api": expected the API\'s public base URL'],
+    [{ publicUrl: 'ftp://wa.example.com/api' }, {}, 'invalid --public-url value "ftp://wa.example.com/api"'],
+    [{ publicUrl: 'https://user:pw@wa.example.com/api' }, {}, 'invalid --public-url value'],
+    [{ publicUrl: 'https://wa.example.com/api?x=1' }, {}, 'invalid --public-url value'],
+    [{ publicUrl: 'https://wa.example.com/api#top' }, {}, 'invalid --public-url value'],
+    [{}, { SWITCHBOARD_PUBLIC_URL: '/api' }, 'invalid SWITCHBOARD_PUBLIC_URL value "/api"'],
   ])('rejects %j %j', (flags, env, message) => {
     expect(() => resolveServiceConfig(flags, env, linux)).toThrow(ConfigError);
     expect(() => resolveServiceConfig(flags, env, linux)).toThrow(message);

@@ -16,6 +16,7 @@ import { classify, toStoredMessage, type ModelContext } from '../../service/engi
 import { decryptVote } from '../../service/engine/polls.ts';
 import { encryptPollVote } from '../../service/sandbox/poll-vote.ts';
 import { incomingText } from '../helpers/messages.ts';
+import { mediaUrl } from '../../service/db/media-url.ts';
 
 const OWN = '15550100@s.whatsapp.net';
 const OWN_LID = '209999999999999@lid';
@@ -25,7 +26,7 @@ const BOB = '15550102@s.whatsapp.net';
 const SECRET = Buffer.alloc(32, 7);
 
 const ctx: ModelContext = {
-  connectionPath: '/api/connections/c1',
+  mediaUrl: (file) => mediaUrl('http://127.0.0.1:7575/api', 'c1', file),
   ownJid: OWN,
   ownLid: OWN_LID,
   pnForLid: (lid) => (lid === ALICE_LID ? ALICE : undefined),

@@ -22,13 +22,14 @@ function ftyp(brand: string): Buffer {
 /** The first Ogg page of an Opus stream (its `OpusHead` packet). */
 const ogg = () => Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(64)]);
 import { parseRange } from '../../service/http/routes/media.ts';
+import { mediaUrl } from '../../service/db/media-url.ts';
 
 const OWN = '15550100@s.whatsapp.net';
 const ALICE = '15550101@s.whatsapp.net';
 const ALICE_LID = '201234567890123@lid';
 
 const ctx: ModelContext = {
-  connectionPath: '/api/connections/c1',
+  mediaUrl: (file) => mediaUrl('http://127.0.0.1:7575/api', 'c1', file),
   ownJid: OWN,
   ownLid: '209999999999999@lid',
   pnForLid: (lid) => (lid === ALICE_LID ? ALICE : undefined),
@@ -90,7 +91,7 @@ describe('message model', () => {
     ] satisfies proto.IMessage[]) {
       const m = toStoredMessage(base(wrapped), ctx)!;
       expect(m).toMatchObject({ type: 'image', text: 'pic' });
-      expect(m.media).toEqual({ url: '/api/connections/c1/media/ABC123.jpg', mimetype: 'image/jpeg', filename: null, size: 2048 });
+      expect(m.media).toEqual({ url: 'http://127.0.0.1:7575/api/connections/c1/media/ABC123.jpg', mimetype: 'image/jpeg', filename: null, size: 2048 });
     }
     const doc = base({
       documentWithCaptionMessage: {
@@ -212,13 +213,13 @@ describe('message model: media and the media store rules', () => {
       ctx,
     )!;
     expect(doc).toMatchObject({ type: 'document', text: 'numbers' });
-    expect(doc.media).toEqual({ url: '/api/connections/c1/media/DOC_1.pdf', mimetype: 'application/pdf', filename: 'Q3 report.pdf', size: 12345 });
+    expect(doc.media).toEqual({ url: 'http://127.0.0.1:7575/api/connections/c1/media/DOC_1.pdf', mimetype: 'application/pdf', filename: 'Q3 report.pdf', size: 12345 });
     expect(mediaFileNameOf(doc.media!)).toBe('DOC_1.pdf');
 
     const voice = toStoredMessage(base({ audioMessage: { mimetype: 'audio/ogg; codecs=opus', ptt: true, fileLength: 99 } }), ctx)!;
-    expect(voice).toMatchObject({ type: 'audio', media: { url: '/api/connections/c1/media/ABC123.ogg', mimetype: 'audio/ogg; codecs=opus' } });
+    expect(voice).toMatchObject({ type: 'audio', media: { url: 'http://127.0.0.1:7575/api/connections/c1/media/ABC123.ogg', mimetype: 'audio/ogg; codecs=opus' } });
     const sticker = toStoredMessage(base({ stickerMessage: { mimetype: 'image/webp' } }), ctx)!;
-    expect(sticker).toMatchObject({ type: 'image', kind: 'sticker', media: { url: '/api/connections/c1/media/ABC123.webp' } });
+    expect(sticker).toMatchObject({ type: 'image', kind: 'sticker', media: { url: 'http://127.0.0.1:7575/api/connections/c1/media/ABC123.webp' } });
     const ptv = toStoredMessage(base({ ptvMessage: { mimetype: 'video/mp4' } }), ctx)!;
     expect(ptv).toMatchObject({ type: 'video', media: { mimetype: 'video/mp4' } });
     expect(toStoredMessage(base({ locationMessage: { degreesLatitude: 1, degreesLongitude: 2 } }), ctx)!.media).toBeNull();

@@ -7,9 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { EMPTY_CONTENT, MESSAGE_KINDS, MESSAGE_TYPES, typeOfKind } from '../../service/db/messages.ts';
 import { classify, lidPairsOf, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
 import { loadWAMessageFixtures, toWAMessage } from '../helpers/wamessage-fixtures.ts';
+import { mediaUrl } from '../../service/db/media-url.ts';
 
 const ctx: ModelContext = {
-  connectionPath: '/api/connections/c1',
+  mediaUrl: (file) => mediaUrl('/api', 'c1', file), // the fixtures' expected URLs are relative to the origin
   ownJid: '15550100@s.whatsapp.net',
   ownLid: '209999999999999@lid',
   pnForLid: (lid) => (lid === '201234567890123@lid' ? '15550101@s.whatsapp.net' : undefined),

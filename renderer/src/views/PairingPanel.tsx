@@ -1,7 +1,8 @@
 /**
  * Pairing: shows the connection's QR code and keeps it current while the phone has not scanned it. A 503
  * ("Worker is booting") shows a spinner and retries after Retry-After; the code is re-fetched every few seconds
- * because it rotates; once the connection is linked (status event or a 409) it calls `onLinked`.
+ * because it rotates; once the connection is linked (status event or a 409) it calls `onLinked`. "Link with phone
+ * number instead" swaps the QR for a phone-number form and the code to type on the phone (PhoneCodeLink).
  */
 import { Alert, Button, Center, Group, Image, List, Loader, Stack, Text } from '@mantine/core';
 import { IconCircleCheck } from '@tabler/icons-react';
@@ -9,6 +10,7 @@ import { useEffect, useRef, useState } from 'react';
 import { ApiError, errorMessage, type ApiClient } from '../api/client.ts';
 import { StatusBadge } from '../components/StatusBadge.tsx';
 import { useConnections } from '../stores/connections.ts';
+import { PhoneCodeLink } from './PhoneCodeLink.tsx';
 
 export const QR_REFRESH_MS = 3000;
 const LINKED = new Set(['connected', 'online']);
@@ -73,6 +75,8 @@ export function PairingPanel({ client, connectionId, onLinked, onRestart }: { cl
   const state = useQrCode(client, connectionId);
   const conn = useConnections((s) => s.items.find((c) => c.id === connectionId));
   const linkedOnce = useRef(false);
+  const [byPhone, setByPhone] = useState(false);
+  const showPhone = byPhone && (state.kind === 'qr' || state.kind === 'booting');
 
   useEffect(() => {
     if (state.kind === 'linked' && !linkedOnce.current) {
@@ -88,7 +92,8 @@ export function PairingPanel({ client, connectionId, onLinked, onRestart }: { cl
         <Text size="sm">Status:</Text>
         <StatusBadge status={conn?.status ?? 'starting'} />
       </Group>
-      {state.kind === 'booting' && (
+      {showPhone && <PhoneCodeLink client={client} connectionId={connectionId} />}
+      {state.kind === 'booting' && !showPhone && (
         <Center h={280} w={280}>
           <Stack align="center" gap="xs">
             <Loader />
@@ -98,7 +103,7 @@ export function PairingPanel({ client, connectionId, onLinked, onRestart }: { cl
           </Stack>
         </Center>
       )}
-      {state.kind === 'qr' && (
+      {state.kind === 'qr' && !showPhone && (
         <div className="qr-frame">
           <Image src={state.value} w={264} h={264} alt="QR code to link a phone" data-testid="pairing-qr" data-version={state.version} style={{ imageRendering: 'pixelated' }} />
         </div>
@@ -129,7 +134,12 @@ export function PairingPanel({ client, connectionId, onLinked, onRestart }: { cl
           {state.message}
         </Alert>
       )}
-      {state.kind !== 'linked' && (
+      {state.kind === 'qr' && (
+        <Button variant="subtle" size="xs" onClick={() => setByPhone(!byPhone)} data-testid="pairing-mode-toggle">
+          {byPhone ? 'Scan a QR code instead' : 'Link with phone number instead'}
+        </Button>
+      )}
+      {state.kind !== 'linked' && !showPhone && (
         <List size="sm" type="ordered" maw={320}>
           <List.Item>Open WhatsApp on the phone</List.Item>
           <List.Item>Settings → Linked devices → Link a device</List.Item>

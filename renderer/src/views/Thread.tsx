@@ -11,6 +11,7 @@ import { ErrorState, Loading } from '../components/StateViews.tsx';
 import { useAsync } from '../hooks.ts';
 import type { GroupInfo, GroupParticipant } from '../api/types.ts';
 import { GroupInfoPanel } from './GroupInfo.tsx';
+import { ContactInfoButton } from './ContactPanel.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
 import { Composer } from './Composer.tsx';
@@ -399,6 +400,7 @@ export function Thread({
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
         {isGroup && <GroupHeader key={chatId} connectionId={connectionId} chatId={chatId} online={online} onParticipants={setParticipants} />}
+        {!isGroup && chatId !== 'status@broadcast' && <ContactInfoButton key={chatId} connectionId={connectionId} chatId={chatId} chatName={chatName} online={online} />}
         <ExportMenu connectionId={connectionId} chatId={chatId} />
         {!online && (
           <Badge color="orange" variant="light">
