@@ -214,6 +214,15 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     });
     await page.getByTestId('thread-back').click();
     await page.locator('[data-testid="chat-item"][data-chat-id="15550177@s.whatsapp.net"]').waitFor();
+    // Or from the contacts list (the dialog is checked for accessibility in both schemes too).
+    await page.getByTestId('new-chat').click();
+    await page.getByLabel('Filter contacts').fill('Bob');
+    const bob = page.getByTestId('new-chat-contact').filter({ hasText: 'Bob Sandbox' });
+    await bob.waitFor();
+    expect(await checkView(page, 'phone-new-chat', { screenshot: false })).toEqual([]);
+    await bob.click();
+    await expect(page.getByTestId('thread-title').textContent()).resolves.toBe('Bob Sandbox');
+    await page.getByTestId('thread-back').click();
   });
 
   it('virtualizes a 2,000-message thread: few rows in the DOM, place kept while older pages load, bottom followed unless scrolled up', async () => {

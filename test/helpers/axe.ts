@@ -63,14 +63,15 @@ export async function settled(page: Page): Promise<void> {
 
 /**
  * Checks what the page shows now in both schemes: axe-core's serious and critical violations (returned, prefixed
- * with `name` and the scheme) and a screenshot `view-<name>-<scheme>.png` of each. Leaves the light scheme on.
+ * with `name` and the scheme) and, unless `screenshot: false`, a screenshot `view-<name>-<scheme>.png` of each.
+ * Leaves the light scheme on.
  */
-export async function checkView(page: Page, name: string): Promise<string[]> {
+export async function checkView(page: Page, name: string, { screenshot = true } = {}): Promise<string[]> {
   const report: string[] = [];
   for (const scheme of SCHEMES) {
     await useScheme(page, scheme);
     report.push(...(await seriousViolations(page)).map((v) => `${scheme} ${name}: ${v}`));
-    await saveShot(page, `view-${name}-${scheme}`);
+    if (screenshot) await saveShot(page, `view-${name}-${scheme}`);
   }
   await useScheme(page, 'light');
   return report;
