@@ -15,6 +15,7 @@ import { PNG } from 'pngjs';
 import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -24,15 +25,6 @@ const CAROL = '+15550107';
 const CAROL_JID = '15550107@s.whatsapp.net';
 const HISTORY = 2000;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/** A screenshot in test-results/screenshots/, and in docs/screenshots/ with UPDATE_SCREENSHOTS=1. */
-async function shot(page: import('playwright-core').Page, name: string): Promise<void> {
-  const dirs = ['test-results/screenshots', ...(process.env.UPDATE_SCREENSHOTS ? ['docs/screenshots'] : [])];
-  for (const dir of dirs) {
-    fs.mkdirSync(dir, { recursive: true });
-    await page.screenshot({ path: path.join(dir, name) });
-  }
-}
 
 function pngBytes(): Buffer {
   const png = new PNG({ width: 16, height: 16 });
@@ -285,7 +277,7 @@ describe('search, surroundings and export through the sandbox', () => {
       expect(await page.title()).not.toBe('owned');
       expect(await page.locator('main b').count()).toBe(0);
       expect(requests).toEqual([`file://${file}`]);
-      await shot(page, 'search-export-html.png');
+      await saveShot(page, 'search-export-html');
     } finally {
       await browser.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -318,10 +310,14 @@ describe('search, surroundings and export through the sandbox', () => {
         const box = document.querySelector('[data-testid="thread-scroll"]').getBoundingClientRect();
         return el.top >= box.top && el.bottom <= box.bottom;
       })()`);
-      await shot(page, 'search-jump.png');
-      // newer messages below the hit load on demand
-      await page.getByTestId('load-newer').click();
-      await page.getByText(`History message 1530 of ${HISTORY}`).waitFor();
+      await saveShot(page, 'search-jump');
+      // newer messages below the hit load on demand: as the operator scrolls down (or with Load newer messages)
+      const newer = page.getByText(`History message 1530 of ${HISTORY}`);
+      await waitFor('a newer page below the hit', async () => {
+        if ((await newer.count()) > 0) return true;
+        await page.getByTestId('thread-scroll').evaluate((el) => el.scrollBy(0, 300));
+        return undefined;
+      }, { intervalMs: 200 });
     } catch (err) {
       await (await browser.contexts()[0]?.pages()[0])?.screenshot({ path: '/tmp/search-console-failure.png' });
       throw err;
