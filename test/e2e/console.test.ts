@@ -179,7 +179,19 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
       },
       { timeoutMs: 20_000, intervalMs: 300 },
     );
-    await page.getByTestId('thread-scroll').getByText('Backlog 1', { exact: true }).waitFor();
+    // The list is virtualized and keeps the message in view put while an older page lands: scroll to the top
+    // again until the oldest message is rendered.
+    await waitFor(
+      'the oldest message rendered',
+      async () => {
+        await scroller.evaluate((el) => {
+          el.scrollTop = 0;
+          el.dispatchEvent(new Event('scroll'));
+        });
+        return (await page.getByTestId('thread-scroll').getByText('Backlog 1', { exact: true }).count()) > 0 ? true : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 300 },
+    );
     await expect(page.getByTestId('history-start').textContent()).resolves.toContain('History starts here');
     await scroller.evaluate((el) => (el.scrollTop = 0));
     await page.getByTestId('history-start').scrollIntoViewIfNeeded();
