@@ -18,14 +18,15 @@ import { installConsoleFilter, setConsoleFilterLogger } from './config/console-f
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
-import { ConfigError, DEFAULT_MIN_FREE_MB, type ServiceConfig } from './config/service-config.ts';
+import { ConfigError, DEFAULT_MIN_FREE_MB, DEFAULT_WORKERS, type ServiceConfig } from './config/service-config.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { openStore } from './db/store.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
-import type { EngineOptions } from './engine/types.ts';
+import { createThreadEngine, type SessionThreads } from './engine/thread-engine.ts';
+import type { Engine, EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { startRetention } from './events/retention.ts';
@@ -47,6 +48,8 @@ export interface RunningService {
    * shell's operator token comes from here. @throws after close()
    */
   issueLocalToken(userName: string, tokenName: string): string;
+  /** The session worker threads, when `config.workers` ≥ 1 (docs/scaling.md). */
+  sessionThreads?: SessionThreads;
   /** Stops everything; safe to call more than once. */
   close(): Promise<void>;
 }
@@ -173,7 +176,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       allowLanSetting: () => store.webhooks.allowLanSetting(),
       ...(opts.resolve && { resolve: opts.resolve }),
     });
-    const engine = createEngine({
+    const engineOptions: EngineOptions = {
       store,
       logger,
       workerId: config.workerId,
@@ -190,7 +193,24 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       storageHasRoom: () => disk.hasRoom(),
       ...(config.downloadStatusMedia && { downloadStatusMedia: true }),
       ...(config.onlineFallbackMs !== undefined && { onlineFallbackMs: config.onlineFallbackMs }),
-    });
+    };
+    const workers = config.workers ?? DEFAULT_WORKERS;
+    // The dispatcher is made below; the threads' outbox wake-ups reach it through this.
+    let wakeDispatcher = (): void => undefined;
+    const threaded =
+      workers > 0
+        ? createThreadEngine({
+            ...engineOptions,
+            workers,
+            dataDir: config.dataDir,
+            logLevel: config.logLevel,
+            ...(config.logFormat && { logFormat: config.logFormat }),
+            outboundFlags: { allowLan: config.allowLanWebhooks === true, allowLoopbackWebhooks: config.sandbox },
+            onOutbox: () => wakeDispatcher(),
+          })
+        : undefined;
+    const engine: Engine = threaded ?? createEngine(engineOptions);
+    if (threaded) logger.info({ workers }, 'sessions run on worker threads');
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
     const dispatcher = new WebhookDispatcher({
@@ -200,6 +220,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       userAgent: `Switchboard-Webhooks/${VERSION}`,
       ...(config.webhookRetryDelaysMs && { retryDelaysMs: config.webhookRetryDelaysMs }),
     });
+    wakeDispatcher = () => dispatcher.wake();
 
     // Slots and billing; the Stripe key (if any) is read when first needed. The console's origin is known once listening.
     let consoleOrigin = '';
@@ -238,6 +259,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // Media URLs name the address clients use: --public-url, else the one printed on the API: line.
     if (!config.publicUrl) store.mediaUrls.setBase(apiUrl);
     policy.ownPort = port;
+    threaded?.threads.setOwnPort(port);
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
     dispatcher.start();
@@ -256,6 +278,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       apiUrl,
       publicUrl: store.mediaUrls.base,
       ...(sandboxUrl && { sandboxUrl }),
+      ...(threaded && { sessionThreads: threaded.threads }),
       issueLocalToken: (userName, tokenName) =>
         store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
       close: () => (closing ??= closeStarted()),

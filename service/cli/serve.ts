@@ -70,6 +70,9 @@ Options:
   --min-free-mb N          Free space the data dir needs, in MiB: below it serve refuses to start, and sessions that
                            lost storage wait for it; below twice it the log and the console warn (default 100;
                            env SWITCHBOARD_MIN_FREE_MB)
+  --workers N              Session worker threads (default 0 = the sessions run on the main thread, as before);
+                           N >= 1 runs the WhatsApp sessions on a pool of N threads, while HTTP, the event stream
+                           and webhooks stay on the main thread; see docs/scaling.md (env SWITCHBOARD_WORKERS)
   --max-streams-per-user N Open WebSocket event streams per user; more answer 429 (default 20; 0 = no cap;
                            env SWITCHBOARD_MAX_STREAMS_PER_USER)
   --max-large-uploads-per-user N  Request bodies over 1 MiB (media sends) in progress at once per user; more answer
@@ -121,6 +124,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     'max-streams-per-user': { type: 'string' },
     'max-large-uploads-per-user': { type: 'string' },
     'public-url': { type: 'string' },
+    workers: { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(SERVE_USAGE);
@@ -162,6 +166,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     allowedOrigins: values['allowed-origins'],
     minFreeMb: values['min-free-mb'],
     maxStreamsPerUser: values['max-streams-per-user'],
+    workers: values.workers,
     maxLargeUploadsPerUser: values['max-large-uploads-per-user'],
     publicUrl: values['public-url'],
   });

@@ -58,6 +58,11 @@ export interface ServiceConfig {
    * storage wait for it before reconnecting; below twice it the log and the console warn. Absent: 100.
    */
   minFreeMb?: number;
+  /**
+   * Session worker threads (`--workers`, docs/scaling.md): 0 = the sessions run on the main thread; N ≥ 1 = a
+   * pool of N threads. Absent: DEFAULT_WORKERS.
+   */
+  workers?: number;
   /** Open WebSocket event streams per user (0 = no cap); absent: 20. */
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
@@ -143,6 +148,7 @@ export interface ConfigFlags {
   maxStreamsPerUser?: string;
   maxLargeUploadsPerUser?: string;
   publicUrl?: string;
+  workers?: string;
 }
 
 /** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
@@ -237,6 +243,20 @@ function parseName(s: Setting | undefined, fallback: string): string {
   if (!s) return fallback;
   if (!/^[\w.-]{1,64}$/.test(s.value)) throw invalid(s, 'expected 1-64 letters, digits, "_", "-" or "."');
   return s.value;
+}
+
+/**
+ * Session worker threads when `--workers` is not given: 0, the sessions on the main thread. (Issue 16 makes the
+ * default the machine's available parallelism once thread mode passes the crash and fault suites; docs/scaling.md.)
+ */
+export const DEFAULT_WORKERS = 0;
+/** More threads than this gain nothing on any machine this runs on and cost ~30 MB each. */
+const MAX_WORKERS = 256;
+
+function parseWorkers(s: Setting): number {
+  const n = parseCount(s, DEFAULT_WORKERS);
+  if (n > MAX_WORKERS) throw invalid(s, `expected 0-${MAX_WORKERS}`);
+  return n;
 }
 
 function parseCount(s: Setting | undefined, fallback: number): number {
@@ -383,6 +403,7 @@ export function resolveServiceConfig(
     );
   }
   const publicUrl = parsePublicUrl(setting(flags.publicUrl, 'public-url', env, 'SWITCHBOARD_PUBLIC_URL'));
+  const workers = setting(flags.workers, 'workers', env, 'SWITCHBOARD_WORKERS');
   return {
     host: setting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(flags.port, 'port', env, 'SWITCHBOARD_PORT'), DEFAULT_PORT),
@@ -396,6 +417,7 @@ export function resolveServiceConfig(
     workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
     typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
     minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
+    ...(workers && { workers: parseWorkers(workers) }),
     ...(publicUrl && { publicUrl }),
     ...webhookSettings(flags, env),
     ...messageSettings(flags, env),

@@ -1,0 +1,62 @@
+/**
+ * Messages between the main thread's `ThreadEngine` (thread-engine.ts) and the session worker threads
+ * (session-worker.ts). Everything here crosses `postMessage`, so it is structured-cloneable data only.
+ */
+import type { LoggedEvent } from '../db/events.ts';
+import type { ConnectionStatus } from '../db/connections.ts';
+import type { Profile } from './types.ts';
+
+/** What a worker needs to build its own store and engine (EngineOptions without the functions). */
+export interface SessionWorkerData {
+  /** The module to load in the thread (session-worker.ts or .js). */
+  entry: string;
+  dataDir: string;
+  mediaDir: string;
+  workerId: string;
+  logLevel: string;
+  waUrl?: string;
+  waRootPublicKey?: Uint8Array;
+  waCaCertPem?: string;
+  typingDelayMs?: { min: number; max: number };
+  serverAckTimeoutMs?: number;
+  urlFetchTls?: Record<string, unknown>;
+  urlFetchTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  downloadStatusMedia?: boolean;
+  onlineFallbackMs?: number;
+  outbound: { allowLan: boolean; allowLoopbackWebhooks: boolean };
+  /** Int32Array over it: [0] = 1 while the data dir has room (set by the main thread). */
+  storageRoom: SharedArrayBuffer;
+}
+
+/** A session's state as the main thread's synchronous getters report it. */
+export interface SessionState {
+  status: ConnectionStatus;
+  reason: string | null;
+  qr: string | undefined;
+  profile: Profile | undefined;
+}
+
+export type ToWorker =
+  | { type: 'call'; id: number; method: string; args: unknown[] }
+  | { type: 'start'; connectionId: string }
+  | { type: 'ownPort'; port: number }
+  | { type: 'close' };
+
+export interface SerializedError {
+  statusCode?: number;
+  message: string;
+  name: string;
+  code?: string;
+}
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'reply'; id: number; ok: true; value: unknown; states: Record<string, SessionState | null>; storageDown: boolean }
+  | { type: 'reply'; id: number; ok: false; error: SerializedError; states: Record<string, SessionState | null>; storageDown: boolean }
+  /** Committed (and synced) events, in commit order, with the states of the sessions that changed. */
+  | { type: 'events'; events: Array<[userId: string, event: LoggedEvent]>; states: Record<string, SessionState | null>; storageDown: boolean }
+  /** A commit wrote `pending` webhook outbox rows: wake the dispatcher. */
+  | { type: 'outbox' }
+  | { type: 'startFailed'; connectionId: string; error: SerializedError }
+  | { type: 'closed' };
