@@ -292,4 +292,16 @@ export const migrations: readonly string[] = [
   ALTER TABLE connections ADD COLUMN reject_calls INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE connections ADD COLUMN reject_calls_message TEXT;
   `,
+  /* group_metadata: the group metadata cache Baileys reads as cachedGroupMetadata, kept across restarts (issue 12) */ `
+  CREATE TABLE group_metadata (
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    group_id      TEXT NOT NULL,             -- '<id>@g.us'
+    metadata      TEXT NOT NULL,             -- Baileys GroupMetadata as JSON
+    fetched_at    INTEGER NOT NULL,          -- unix ms the server last sent it whole (0: known from deltas only)
+    PRIMARY KEY (connection_id, group_id)
+  ) WITHOUT ROWID;
+  CREATE TRIGGER group_metadata_connection_stopped AFTER UPDATE OF status ON connections
+    WHEN new.status = 'stopped' AND old.status <> 'stopped'
+    BEGIN DELETE FROM group_metadata WHERE connection_id = old.id; END;
+  `,
 ];

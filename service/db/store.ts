@@ -12,6 +12,7 @@ import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
 import { eventsRepo, type LoggedEvent } from './events.ts';
+import { groupMetadataRepo } from './group-metadata.ts';
 import { MediaUrls } from './media-url.ts';
 import { messagesRepo } from './messages.ts';
 import { searchIndex } from './search.ts';
@@ -362,6 +363,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     authState: authStateRepo(db),
     chats: chatsRepo(db),
     contacts: contactsRepo(db),
+    /** The group metadata cache of each connection (engine/groups.ts GroupCache). */
+    groupMetadata: groupMetadataRepo(db),
     messages: messagesRepo(db, search, mediaUrls),
     /** The public API base URL that Messages' `media.url` is built from (media-url.ts); set by startService. */
     mediaUrls,

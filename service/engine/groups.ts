@@ -1,6 +1,7 @@
 /**
- * Groups on the service side: the per-session group metadata cache Baileys reads as `cachedGroupMetadata`, kept
- * fresh from `w:gp2` notifications (Baileys' `groups.update` / `group-participants.update` events, built from the
+ * Groups on the service side: the per-session group metadata cache Baileys reads as `cachedGroupMetadata`, stored
+ * in the `group_metadata` table (a send after a restart needs no metadata query) and kept fresh from `w:gp2`
+ * notifications (Baileys' `groups.update` / `group-participants.update` events, built from the
  * notification stubs in rc14 `lib/Utils/process-message.js`), and the mapping of Baileys' `GroupMetadata` to the
  * API's group records. Without the refresh Baileys would encrypt group sends for a stale member list (found with
  * the sandbox: a removed member kept getting the sender key, an added one got nothing).
@@ -12,6 +13,7 @@
  */
 import { isLidUser, jidNormalizedUser, type GroupMetadata, type GroupParticipant, type ParticipantAction } from '@whiskeysockets/baileys';
 import { badRequest, forbidden, notFound, ServiceError } from '../errors.ts';
+import type { Store } from '../db/store.ts';
 import { toPnJid, type ModelContext } from './message-model.ts';
 
 /** A group as listed (`GET /connections/:id/groups`). */
@@ -56,33 +58,119 @@ export interface ParticipantResult {
 
 export type GroupAction = Exclude<ParticipantAction, 'modify'>;
 
-/** Group metadata by group JID, for one session (in memory; refilled from the server at every connect). */
-export class GroupCache {
-  readonly #groups = new Map<string, GroupMetadata>();
+/**
+ * Where a GroupCache keeps its groups across restarts (`storedGroups`: the `group_metadata` table). `fetchedAt` is
+ * the unix ms the server last sent a group's whole metadata; null in `put` marks a delta from a notification.
+ */
+export interface GroupCacheBacking {
+  load(): Array<{ meta: GroupMetadata; fetchedAt: number }>;
+  put(meta: GroupMetadata, fetchedAt: number | null): void;
+  remove(id: string): void;
+  clear(): void;
+}
 
-  get(jid: string): GroupMetadata | undefined {
-    return this.#groups.get(jid);
+/**
+ * The store's `group_metadata` rows of one connection as a GroupCacheBacking. Writes join the group-commit batch
+ * (`store.ingest`), so a notification's change is durable before the frames that follow it leave; rows that do
+ * not parse are skipped (the next send asks the server instead).
+ */
+export function storedGroups(store: Store, connectionId: string): GroupCacheBacking {
+  const repo = store.groupMetadata;
+  return {
+    load() {
+      const out: Array<{ meta: GroupMetadata; fetchedAt: number }> = [];
+      for (const row of repo.list(connectionId)) {
+        try {
+          const meta = JSON.parse(row.json) as GroupMetadata;
+          if (meta?.id === row.groupId && Array.isArray(meta.participants)) out.push({ meta, fetchedAt: row.fetchedAt });
+        } catch {
+          // a damaged row: left out, the group is asked from the server when needed
+        }
+      }
+      return out;
+    },
+    put: (meta, fetchedAt) => store.ingest(() => repo.put(connectionId, meta.id, JSON.stringify(meta), fetchedAt)),
+    remove: (id) => store.ingest(() => repo.remove(connectionId, id)),
+    clear: () => store.ingest(() => repo.clear(connectionId)),
+  };
+}
+
+/** How old the oldest whole metadata of the cache may get before a connect asks the server for every group (24 h). */
+export const GROUP_REFRESH_MAX_AGE_MS = 24 * 3600 * 1000;
+
+/**
+ * Group metadata by group JID, for one session: what Baileys reads as `cachedGroupMetadata`. Kept in memory and,
+ * with a backing, in the store (loaded on first use), so the first send to a group after a restart needs no
+ * metadata query; updated from `w:gp2` notifications.
+ */
+export class GroupCache {
+  #groups: Map<string, GroupMetadata> | undefined;
+  readonly #fetchedAt = new Map<string, number>();
+
+  constructor(private readonly backing?: GroupCacheBacking) {}
+
+  #map(): Map<string, GroupMetadata> {
+    if (!this.#groups) {
+      this.#groups = new Map();
+      for (const { meta, fetchedAt } of this.backing?.load() ?? []) {
+        this.#groups.set(meta.id, meta);
+        this.#fetchedAt.set(meta.id, fetchedAt);
+      }
+    }
+    return this.#groups;
   }
 
-  set(meta: GroupMetadata): void {
-    this.#groups.set(meta.id, meta);
+  #put(meta: GroupMetadata, fetchedAt: number | null): void {
+    this.#map().set(meta.id, meta);
+    if (fetchedAt !== null) this.#fetchedAt.set(meta.id, fetchedAt);
+    else if (!this.#fetchedAt.has(meta.id)) this.#fetchedAt.set(meta.id, 0);
+    this.backing?.put(meta, fetchedAt);
+  }
+
+  get(jid: string): GroupMetadata | undefined {
+    return this.#map().get(jid);
+  }
+
+  /** Caches the whole metadata of a group as the server just sent it. */
+  set(meta: GroupMetadata, fetchedAt = Date.now()): void {
+    this.#put(meta, fetchedAt);
   }
 
   delete(jid: string): void {
-    this.#groups.delete(jid);
+    if (!this.#map().delete(jid)) return;
+    this.#fetchedAt.delete(jid);
+    this.backing?.remove(jid);
   }
 
   all(): GroupMetadata[] {
-    return [...this.#groups.values()];
+    return [...this.#map().values()];
   }
 
   clear(): void {
-    this.#groups.clear();
+    this.#map().clear();
+    this.#fetchedAt.clear();
+    this.backing?.clear();
+  }
+
+  /** Forgets every group not in `ids` (after the server listed the groups the account is in). */
+  retainOnly(ids: Iterable<string>): void {
+    const keep = new Set(ids);
+    for (const id of [...this.#map().keys()]) if (!keep.has(id)) this.delete(id);
+  }
+
+  /**
+   * Whether a connect should ask the server for every group: nothing is cached, or some group's whole metadata is
+   * older than `maxAgeMs` (the cache otherwise follows the notifications, which WhatsApp also delivers offline).
+   */
+  needsRefresh(now = Date.now(), maxAgeMs = GROUP_REFRESH_MAX_AGE_MS): boolean {
+    if (this.#map().size === 0) return true;
+    for (const t of this.#fetchedAt.values()) if (now - t > maxAgeMs) return true;
+    return false;
   }
 
   /** Merges a `groups.update` delta (subject, description, settings) into a cached group. */
   update(delta: Partial<GroupMetadata> & { id: string }): void {
-    const current = this.#groups.get(delta.id);
+    const current = this.#map().get(delta.id);
     if (!current) return;
     const next: GroupMetadata = { ...current };
     if (delta.subject !== undefined) next.subject = delta.subject;
@@ -90,7 +178,7 @@ export class GroupCache {
     if (delta.announce !== undefined) next.announce = delta.announce;
     if (delta.restrict !== undefined) next.restrict = delta.restrict;
     if (delta.ephemeralDuration !== undefined) next.ephemeralDuration = delta.ephemeralDuration;
-    this.#groups.set(delta.id, next);
+    this.#put(next, null);
   }
 
   /**
@@ -99,7 +187,7 @@ export class GroupCache {
    * Returns false when the group is not cached (the next send fetches it).
    */
   applyParticipants(groupId: string, action: ParticipantAction, participants: GroupParticipant[]): boolean {
-    const current = this.#groups.get(groupId);
+    const current = this.#map().get(groupId);
     if (!current) return false;
     const names = (p: Partial<GroupParticipant>) =>
       [p.id, p.phoneNumber, p.lid].filter((x): x is string => !!x).map((j) => jidNormalizedUser(j));
@@ -125,7 +213,7 @@ export class GroupCache {
       default:
         return true;
     }
-    this.#groups.set(groupId, { ...current, participants: list, size: list.length });
+    this.#put({ ...current, participants: list, size: list.length }, null);
     return true;
   }
 }

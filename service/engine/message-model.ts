@@ -296,11 +296,12 @@ function structuredOf(content: proto.IMessage, outer: proto.IMessage | null | un
   }
   const album = content.albumMessage;
   if (album) out.album = { expectedImages: album.expectedImageCount ?? 0, expectedVideos: album.expectedVideoCount ?? 0 };
-  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper.
+  // An album child names its album in messageContextInfo, inside or outside an associatedChildMessage wrapper. The
+  // album's key is written by the sender (`fromMe: true` from its side, as Baileys' albumParentKey), and an album's
+  // items always come from the album's sender: the album is on the same side as the item.
   const assoc = content.messageContextInfo?.messageAssociation ?? outer?.messageContextInfo?.messageAssociation;
   if (assoc?.parentMessageKey?.id && assoc.associationType === proto.MessageAssociation.AssociationType.MEDIA_ALBUM) {
-    const parentFromMe = assoc.parentMessageKey.fromMe ?? fromMe;
-    out.albumId = messageIdOf(!!parentFromMe, chatId, assoc.parentMessageKey.id);
+    out.albumId = messageIdOf(fromMe, chatId, assoc.parentMessageKey.id);
   }
   return out;
 }

@@ -110,7 +110,7 @@ export function createOperations(d: OperationsDeps): Operations {
   /** Whether this account is an admin of `groupJid` (undefined when the group's metadata cannot be read). */
   async function isGroupAdmin(session: Session, groupJid: string): Promise<boolean | undefined> {
     try {
-      const meta = await session.socket!.groupMetadata(groupJid);
+      const meta = await session.groupMetadata(groupJid); // cached; asked from the server only when unknown
       const ctx = session.modelContext();
       const mine = new Set([ctx.ownJid, ctx.ownLid].filter((j): j is string => !!j));
       const me = meta.participants.find((p) => mine.has(p.id) || (p.phoneNumber && mine.has(p.phoneNumber)) || (p.lid && mine.has(p.lid)));

@@ -1,13 +1,14 @@
 /**
  * A session's view of its groups (part of `Session`, session.ts): the metadata cache Baileys reads as
- * `cachedGroupMetadata` (a group send then needs no metadata query), refilled at every connect and kept current from
- * the `groups.upsert`, `groups.update` and `group-participants.update` events (`w:gp2` notifications), which also
- * rename group chats, teach LID ↔ PN pairs and log `group.update` / `group.participants`.
+ * `cachedGroupMetadata` (a group send then needs no metadata query), kept in the store across restarts (refilled
+ * from the server at a connect only when empty or old) and current from the `groups.upsert`, `groups.update` and
+ * `group-participants.update` events (`w:gp2` notifications), which also rename group chats, teach LID ↔ PN pairs
+ * and log `group.update` / `group.participants`.
  */
 import { jidNormalizedUser, type BaileysEventMap, type GroupMetadata, type WASocket } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Store } from '../db/store.ts';
-import { GroupCache, isMember } from './groups.ts';
+import { GroupCache, isMember, storedGroups } from './groups.ts';
 import { toPnJid } from './message-model.ts';
 import { phoneOf, type SessionContacts } from './session-contacts.ts';
 
@@ -24,15 +25,24 @@ export interface SessionGroupsDeps {
 }
 
 export class SessionGroups {
-  /** Metadata of the groups the account is in (groups.ts). */
-  readonly cache = new GroupCache();
+  /** Metadata of the groups the account is in (groups.ts), kept in the `group_metadata` table. */
+  readonly cache: GroupCache;
 
-  constructor(private readonly d: SessionGroupsDeps) {}
+  constructor(private readonly d: SessionGroupsDeps) {
+    this.cache = new GroupCache(storedGroups(d.store, d.connectionId));
+  }
 
-  /** Refills the cache from the server on a new socket (the answer arrives as a full-metadata `groups.update`). */
+  /**
+   * On a new socket: refills the cache from the server when it is empty or old (groups.ts `needsRefresh`; the answer
+   * arrives as full-metadata `groups.update`s), forgetting the groups the account is no longer in. Otherwise the
+   * stored cache stands: the notifications missed while offline arrive at login and update it.
+   */
   refresh(sock: WASocket): void {
-    this.cache.clear();
-    sock.groupFetchAllParticipating().catch((err: unknown) => this.d.log.warn({ err }, 'could not fetch the groups'));
+    if (!this.cache.needsRefresh()) return;
+    sock.groupFetchAllParticipating().then(
+      (all) => this.d.isCurrent(sock) && this.cache.retainOnly(Object.keys(all)),
+      (err: unknown) => this.d.log.warn({ err }, 'could not fetch the groups'),
+    );
   }
 
   /**

@@ -21,6 +21,7 @@ import { messageIdOf, newMessageRecord, type Message, type StoredMessage } from 
 import type { Store } from '../db/store.ts';
 import type { FrameGate } from './commit-before-receipt.ts';
 import { eventPayloadOf } from './event-payloads.ts';
+import { storeHistoryPollVotes } from './history-polls.ts';
 import type { MediaStore } from './media-store.ts';
 import {
   chatIdOf,
@@ -186,6 +187,7 @@ export class SessionIngest {
         if (store.messages.upsert(this.connectionId, m)) stored++;
         store.chats.touch(this.connectionId, { ...chatTouchOf(m), unreadDelta: 0 });
       }
+      storeHistoryPollVotes(store, this.connectionId, h.messages, ctx); // votes ride on their polls (history-polls.ts)
       this.d.log.info({ chats: h.chats.length, contacts: h.contacts.length, messages: stored, syncType: h.syncType }, 'history sync stored');
     });
   }

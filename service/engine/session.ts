@@ -196,7 +196,7 @@ export class Session {
 
   /**
    * Metadata of the groups the account is in, handed to Baileys as `cachedGroupMetadata` (a group send then needs no
-   * metadata query) and kept current from `w:gp2` notifications (groups.ts); refilled at every connect.
+   * metadata query) and kept current from `w:gp2` notifications (groups.ts); stored, so it survives a restart.
    */
   get groups(): GroupCache {
     return this.#groups.cache;
@@ -300,6 +300,7 @@ export class Session {
   #clearAuthState(): void {
     this.deps.store.commitPending();
     this.deps.store.authState.clear(this.connectionId);
+    this.groups.clear(); // the next account linked here may be in other groups
   }
 
   #connect(): void {

@@ -21,6 +21,8 @@
  *   (messages also take poll { name, options[], selectableCount? } | liveLocation { latitude, longitude, caption? } |
  *    contacts [{ name, phoneNumber }…] | listReply { id, title } | buttonsReply { id, text } (rich-content.ts);
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
+ *   (messages — 1:1 and group — also take album: [{ image } | { video }] (2–30, media as above) instead of content:
+ *    the album message, then each item linked to it (album.ts) → 201 { id (the album's), itemIds })
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
  *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
@@ -61,6 +63,11 @@
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
  *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
  *        isAdmin }] } | 404
+ *   GET  /accounts/:phoneNumber/group-iqs → 200 { total, byKind: { query, participating, create, … } } — the `w:g2`
+ *        IQs that phone's companions sent since the sandbox started, by the IQ's first child
+ *   GET  /groups/:groupId/metadata-queries → 200 { total, byPhone: { '+<digits>': n } } — the `w:g2` metadata
+ *        queries (`<query request="interactive"/>`) of that group the server answered since the sandbox started, per
+ *        asking phone (its companions): a client that caches group metadata asks once, not on every send
  *   PATCH /groups/:groupId { by, subject?, description? (null or "" deletes), announce?: boolean (only admins
  *        send), locked?: boolean (only admins edit), ephemeral?: seconds (0 = off) } → 200 group | 400 | 403 (not a
  *        member; not an admin for announce/locked, or for anything in a locked group) | 404
@@ -89,6 +96,7 @@ import type { SandboxContext } from './context.ts';
 import { generateMessageIDV2, proto } from '@whiskeysockets/baileys';
 import { buildVcard, classify, mediaMessage, type MediaInput } from './content.ts';
 import { buildPollVote, buildRichContent, RICH_CONTENT_FIELDS, RichContentError } from './rich-content.ts';
+import { albumChild, albumParent, MAX_ALBUM_ITEMS } from './album.ts';
 import { MEDIA_KINDS, type MediaKind } from './media.ts';
 import { receivedMessagesView } from './message-view.ts';
 import type { ChatState, PresenceType } from './signals.ts';
@@ -483,6 +491,8 @@ export function createAdminHandler(
     return send(res, 200, call);
   });
 
+  on('GET', '/accounts/:phoneNumber/group-iqs', (_req, res, p) => send(res, 200, ctx.groups.iqCounts(accountOf(p.phoneNumber).pn)));
+
   on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);
     return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
@@ -503,6 +513,15 @@ export function createAdminHandler(
     if (body.forwarded !== undefined) {
       if (typeof body.forwarded !== 'boolean') throw new HttpError(400, 'forwarded must be a boolean');
       if (body.forwarded) contextInfo = { ...contextInfo, isForwarded: true, forwardingScore: 1 };
+    }
+    if (body.album !== undefined) {
+      if (body.status !== undefined || body.undecryptable !== undefined) {
+        throw new HttpError(400, 'album cannot be combined with status or undecryptable');
+      }
+      const album = await sendAlbum(ctx, body, pnJid(recipient.pn), contextInfo, (message, mediaPlaintext) =>
+        ctx.messaging.sendFromPhone(account, recipient, message, { mediaPlaintext }),
+      );
+      return send(res, 201, album);
     }
     const { message, mediaPlaintext } = await buildContent(ctx, body, contextInfo);
     if (body.status !== undefined && typeof body.status !== 'boolean') throw new HttpError(400, 'status must be a boolean');
@@ -716,6 +735,8 @@ export function createAdminHandler(
 
   on('GET', '/groups/:groupId', (_req, res, p) => send(res, 200, ctx.groups.view(groupOf(p.groupId))));
 
+  on('GET', '/groups/:groupId/metadata-queries', (_req, res, p) => send(res, 200, ctx.groups.metadataQueries(groupOf(p.groupId))));
+
   on('PATCH', '/groups/:groupId', async (req, res, p) => {
     const group = groupOf(p.groupId);
     const body = await readJson(req);
@@ -860,6 +881,12 @@ export function createAdminHandler(
         });
         contextInfo = { ...contextInfo, mentionedJid };
       }
+      if (body.album !== undefined) {
+        const album = await sendAlbum(ctx, body, gjid, contextInfo, (m, mediaPlaintext) =>
+          ctx.groups.sendFromPhone(from, group, m, { mediaPlaintext }),
+        );
+        return send(res, 201, album);
+      }
       ({ message, mediaPlaintext } = await buildContent(ctx, body, contextInfo));
     }
     const { id } = await ctx.groups.sendFromPhone(from, group, message, { mediaPlaintext });
@@ -912,6 +939,41 @@ function emojiOf(o: Json, field = 'emoji'): string {
   if (typeof o.emoji !== 'string') throw new HttpError(400, `${field} is required (a string; "" removes the reaction)`);
   if (o.emoji.length > 32) throw new HttpError(400, `${field} must be at most 32 characters`);
   return o.emoji;
+}
+
+/**
+ * Sends `body.album` (2–30 items, each `{ image }` or `{ video }` media as for a single send) the way a phone does
+ * (album.ts): the album message (with `contextInfo`: a reply, mentions), then every item linked to it. Everything
+ * is checked before the first message leaves. Returns the album's id and its items' ids in order.
+ */
+async function sendAlbum(
+  ctx: SandboxContext,
+  body: Json,
+  remoteJid: string,
+  contextInfo: proto.IContextInfo | undefined,
+  sendOne: (message: proto.IMessage, mediaPlaintext?: Buffer) => Promise<{ id: string }>,
+): Promise<{ id: string; itemIds: string[] }> {
+  const others = CONTENT_FIELDS.filter((k) => body[k] !== undefined && body[k] !== null);
+  if (others.length > 0) throw new HttpError(400, `album cannot be combined with ${others.join(', ')}`);
+  const raw = body.album;
+  if (!Array.isArray(raw) || raw.length < 2 || raw.length > MAX_ALBUM_ITEMS) {
+    throw new HttpError(400, `album must be an array of 2 to ${MAX_ALBUM_ITEMS} items ({ image } or { video })`);
+  }
+  const items = raw.map((item, i) => {
+    const o = asObject(item, `album[${i}]`);
+    const kinds = (['image', 'video'] as const).filter((k) => o[k] !== undefined);
+    if (kinds.length !== 1 || Object.keys(o).length !== 1) throw new HttpError(400, `album[${i}] must have exactly one of image, video`);
+    return parseMedia(o[kinds[0]!], kinds[0]!);
+  });
+  const images = items.filter((m) => m.kind === 'image').length;
+  const parent = await sendOne(albumParent({ images, videos: items.length - images }, contextInfo));
+  const itemIds: string[] = [];
+  for (const [i, input] of items.entries()) {
+    const hosted = await ctx.media.hostMedia(input.data, input.kind);
+    const media = mediaMessage(input, { ...hosted, fileLength: input.data.length });
+    itemIds.push((await sendOne(albumChild(media, remoteJid, parent.id, i), input.data)).id);
+  }
+  return { id: parent.id, itemIds };
 }
 
 /**

@@ -131,7 +131,33 @@ export interface GroupView {
 }
 
 export class Groups {
+  /**
+   * `w:g2` metadata queries (`<query request="interactive"/>`) answered per group and asking phone, since start (in
+   * memory): clients that cache group metadata (Baileys' `cachedGroupMetadata`) ask once, not on every send.
+   */
+  readonly #metadataQueries = new Map<string, Map<string, number>>();
+  /** Every `w:g2` IQ answered per asking phone and kind (the IQ's first child: query, participating, create…). */
+  readonly #iqs = new Map<string, Map<string, number>>();
+
   constructor(private readonly ctx: SandboxContext) {}
+
+  /** How many `w:g2` IQs the companions of `pn` sent since start, by kind (`query`, `participating`, `create`…). */
+  iqCounts(pn: string): { total: number; byKind: Record<string, number> } {
+    const byKind = Object.fromEntries(this.#iqs.get(pn) ?? []);
+    return { total: Object.values(byKind).reduce((a, b) => a + b, 0), byKind };
+  }
+
+  /** How many metadata queries of `group` the sandbox answered (refusals included), in total and per phone. */
+  metadataQueries(group: GroupRow): { total: number; byPhone: Record<string, number> } {
+    const byPn = this.#metadataQueries.get(group.id) ?? new Map<string, number>();
+    const byPhone: Record<string, number> = {};
+    let total = 0;
+    for (const [pn, n] of byPn) {
+      byPhone[formatPhoneNumber(pn)] = n;
+      total += n;
+    }
+    return { total, byPhone };
+  }
 
   // ---- model --------------------------------------------------------------------------------
 
@@ -730,6 +756,9 @@ export class Groups {
     const first = Array.isArray(iq.content) ? iq.content[0] : undefined;
     const child = first?.tag ?? '';
     const to = iq.attrs.to ?? '';
+    const kinds = this.#iqs.get(me.pn) ?? new Map<string, number>();
+    kinds.set(child || type || 'empty', (kinds.get(child || type || 'empty') ?? 0) + 1);
+    this.#iqs.set(me.pn, kinds);
 
     if (to === '@g.us') {
       if (type === 'get' && child === 'participating') {
@@ -768,6 +797,11 @@ export class Groups {
     }
 
     const group = this.require(parseGroupId(to) ?? '');
+    if (type === 'get' && child === 'query') {
+      const counts = this.#metadataQueries.get(group.id) ?? new Map<string, number>();
+      counts.set(me.pn, (counts.get(me.pn) ?? 0) + 1);
+      this.#metadataQueries.set(group.id, counts);
+    }
     if (!this.roleOf(group, me.pn)) throw new GroupError(403, 'Not a group member');
     if (type === 'get' && child === 'query') return [this.metadataNode(group)];
     if (child === 'invite') {

@@ -11,6 +11,9 @@
  * messages each, most recent chats first) are `RECENT`, the last with progress 100.
  * The account's groups are conversations too (`<id>@g.us`, named by subject, with their participants and ranks;
  * each message keyed with its sender as `participant` in the group's addressing mode).
+ * Poll votes are not history messages: as a phone does, each poll carries its votes, decrypted, in `pollUpdates`
+ * (WebMessageInfo field 45: the vote message's key, the selected options as SHA-256 hashes of their names, the
+ * vote's time; Baileys issue #561 "only pollCreationMessages are received", whatsmeow PR #1151).
  */
 import { deflateSync } from 'node:zlib';
 import { proto } from '@whiskeysockets/baileys';
@@ -18,6 +21,7 @@ import type { Accounts } from './accounts.ts';
 import type { AccountRow, MessageRow, Store } from './store.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 import { memberJid } from './groups.ts';
+import { openPollVote } from './poll-vote.ts';
 
 /** Default: most recent messages kept per conversation in the history sync. */
 export const HISTORY_MESSAGES_PER_CHAT = 100_000;
@@ -49,10 +53,12 @@ export function buildHistorySyncMessages(
   }
 
   const conversations: proto.IConversation[] = [];
-  for (const [peerPn, all] of byPeer) {
-    const msgs = limitedHistory(all, limits);
+  for (const [peerPn, rows] of byPeer) {
     const peer = accounts.get(peerPn);
     const chatJid = pnJid(peerPn);
+    const { messages: all, pollUpdates } = splitPollVotes(rows, accounts, (v) => ({ remoteJid: chatJid, fromMe: v.fromPn === account.pn, id: v.msgId }));
+    if (all.length === 0) continue;
+    const msgs = limitedHistory(all, limits);
     let unread = 0;
     for (let i = msgs.length - 1; i >= 0 && msgs[i]!.fromPn !== account.pn; i--) unread++;
     const last = all[all.length - 1]!; // the chat's activity, even when its messages are left out
@@ -66,6 +72,7 @@ export function buildHistorySyncMessages(
           key: { remoteJid: chatJid, fromMe, id: m.msgId },
           message: proto.Message.decode(m.message),
           messageTimestamp: m.ts,
+          ...(pollUpdates.has(m.msgId) && { pollUpdates: pollUpdates.get(m.msgId) }),
           pushName: fromMe ? account.pushName : peer?.pushName,
           status: fromMe
             ? peer
@@ -160,7 +167,16 @@ function groupConversations(
   const Rank = proto.GroupParticipant.Rank;
   return store.listGroupsOf(account.pn).map((group) => {
     const jid = `${group.id}@g.us`;
-    const all = byGroup.get(group.id) ?? [];
+    const participantOf = (pn: string) => {
+      const a = accounts.get(pn);
+      return a ? memberJid(group.addressingMode, a) : pnJid(pn);
+    };
+    const { messages: all, pollUpdates } = splitPollVotes(byGroup.get(group.id) ?? [], accounts, (v) => ({
+      remoteJid: jid,
+      fromMe: v.fromPn === account.pn,
+      id: v.msgId,
+      ...(v.fromPn === account.pn ? {} : { participant: participantOf(v.fromPn) }),
+    }));
     const msgs = limitedHistory(all, limits);
     const history: proto.IHistorySyncMsg[] = [];
     for (let i = msgs.length - 1; i >= 0; i--) {
@@ -175,6 +191,7 @@ function groupConversations(
           ...(fromMe ? {} : { participant }),
           message: proto.Message.decode(m.message),
           messageTimestamp: m.ts,
+          ...(pollUpdates.has(m.msgId) && { pollUpdates: pollUpdates.get(m.msgId) }),
           pushName: sender?.pushName,
           status: fromMe ? proto.WebMessageInfo.Status.DELIVERY_ACK : proto.WebMessageInfo.Status.READ,
         },
@@ -199,4 +216,48 @@ function groupConversations(
       messages: history,
     };
   });
+}
+
+/**
+ * Splits a conversation's rows (oldest first) into the messages to sync and the votes, which become `pollUpdates`
+ * of their polls, by poll message id: `keyOf` gives a vote message's key as the syncing account sees it. A vote is
+ * opened with its poll's messageSecret (PN and LID forms of both parties tried); one that cannot be opened, or whose
+ * poll is not in the conversation, is left out.
+ */
+function splitPollVotes(
+  rows: MessageRow[],
+  accounts: Accounts,
+  keyOf: (vote: MessageRow) => proto.IMessageKey,
+): { messages: MessageRow[]; pollUpdates: Map<string, proto.IPollUpdate[]> } {
+  const messages: MessageRow[] = [];
+  const pollUpdates = new Map<string, proto.IPollUpdate[]>();
+  const byId = new Map(rows.map((r) => [r.msgId, r]));
+  const forms = (pn: string) => {
+    const a = accounts.get(pn);
+    return a ? [pnJid(pn), lidJid(a.lid)] : [pnJid(pn)];
+  };
+  for (const row of rows) {
+    // Only rows without text can be votes: the others need no decoding here.
+    const vote = row.text === null ? proto.Message.decode(row.message).pollUpdateMessage : undefined;
+    if (!vote) {
+      messages.push(row);
+      continue;
+    }
+    const pollId = vote.pollCreationMessageKey?.id ?? '';
+    const pollRow = byId.get(pollId);
+    const poll = pollRow && proto.Message.decode(pollRow.message);
+    const secret = poll?.messageContextInfo?.messageSecret;
+    if (!pollRow || !secret?.length || !vote.vote) continue;
+    const selectedOptions = openPollVote(vote.vote, {
+      pollMsgId: pollId,
+      pollEncKey: secret,
+      creatorJids: forms(pollRow.fromPn),
+      voterJids: forms(row.fromPn),
+    });
+    if (!selectedOptions) continue;
+    const list = pollUpdates.get(pollId) ?? [];
+    list.push({ pollUpdateMessageKey: keyOf(row), vote: { selectedOptions }, senderTimestampMs: vote.senderTimestampMs ?? row.ts * 1000 });
+    pollUpdates.set(pollId, list);
+  }
+  return { messages, pollUpdates };
 }

@@ -1,6 +1,9 @@
-/** A simulated phone's poll vote, encrypted as WhatsApp clients do (Baileys decrypts it with `decryptPollVote`). */
+/**
+ * A simulated phone's poll vote, encrypted as WhatsApp clients do (Baileys decrypts it with `decryptPollVote`), and
+ * opened again for the history sync.
+ */
 import { createCipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
-import { proto } from '@whiskeysockets/baileys';
+import { decryptPollVote, proto } from '@whiskeysockets/baileys';
 
 /**
  * Encrypts a vote the way a phone does (the inverse of Baileys' `decryptPollVote`): the sandbox's simulated phones
@@ -28,4 +31,26 @@ export function encryptPollVote(
   cipher.setAAD(Buffer.from(`${ctx.pollMsgId}\u0000${ctx.voterJid}`));
   const enc = Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
   return { encPayload: enc, encIv: iv };
+}
+
+/**
+ * The selected option hashes of a stored vote (what a phone puts, decrypted, into `pollUpdates` of the poll in a
+ * history sync), trying each address form (phone-number JID, LID) the creator and the voter may have used; undefined
+ * when none authenticates. Decryption is Baileys' `decryptPollVote`.
+ */
+export function openPollVote(
+  vote: proto.Message.IPollEncValue,
+  ctx: { pollMsgId: string; pollEncKey: Uint8Array; creatorJids: string[]; voterJids: string[] },
+): Uint8Array[] | undefined {
+  if (!vote.encPayload || !vote.encIv) return undefined;
+  for (const pollCreatorJid of ctx.creatorJids) {
+    for (const voterJid of ctx.voterJids) {
+      try {
+        return decryptPollVote(vote, { pollCreatorJid, pollMsgId: ctx.pollMsgId, pollEncKey: ctx.pollEncKey, voterJid }).selectedOptions ?? [];
+      } catch {
+        // another address form: the GCM tag did not match
+      }
+    }
+  }
+  return undefined;
 }

@@ -4,7 +4,7 @@
  * contacts create (one of them LID-addressed). Checks at the contacts' phones what the API sent (decrypted with the
  * group's sender keys), and in the store/events what the contacts did: sender, names, mentions, replies, reactions,
  * edits, revokes, member changes (the group cache follows them, so a send reaches a newly added member), renames,
- * the groups API and its 403/404 answers.
+ * the groups API and its 403/404 answers; the same conversation both ways in a LID-addressed group, and an album.
  */
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ const BOB_JID = '15550102@s.whatsapp.net';
 const CAROL = '+15550103';
 const CAROL_JID = '15550103@s.whatsapp.net';
 const DAVE = '+15550104';
+const DAVE_JID = '15550104@s.whatsapp.net';
 
 interface PhoneMessage {
   id: string;
@@ -34,6 +35,7 @@ interface PhoneMessage {
   reactions: Array<{ from: string; emoji: string }>;
   edits: Array<{ text: string }>;
   revoked: boolean;
+  forwarded?: boolean;
 }
 
 function pngBytes(): Buffer {
@@ -147,6 +149,43 @@ describe('groups end to end through the sandbox', () => {
       expect(got.media?.caption).toBe('the chart');
       expect(Buffer.from(got.media!.base64!, 'base64').equals(png)).toBe(true);
     }
+  });
+
+  it('every other send endpoint works on a group chatId; captions carry mentions', async () => {
+    const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(6000, 3)]);
+    const ogg = Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(4000, 5)]);
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n% group\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
+    const png = pngBytes();
+    const base = { chatId: team, skipPresence: true };
+    const sends: Array<[route: string, body: Record<string, unknown>, check: (m: PhoneMessage) => void]> = [
+      ['send-video', { ...base, base64: mp4.toString('base64'), caption: 'clip for @15550102', mentions: [BOB] }, (m) => {
+        expect(m).toMatchObject({ type: 'video', text: 'clip for @15550102' });
+        expect(m.mentions?.map((x) => x.replace(/^\+?/, '+'))).toEqual([BOB]);
+      }],
+      ['send-document', { ...base, base64: pdf.toString('base64'), filename: 'plan.pdf', caption: 'plan @15550101', mentions: [ALICE_JID] }, (m) => {
+        expect(m).toMatchObject({ type: 'document', text: 'plan @15550101' });
+        expect(m.mentions?.map((x) => x.replace(/^\+?/, '+'))).toEqual([ALICE]);
+        expect(Buffer.from(m.media!.base64!, 'base64').equals(pdf)).toBe(true);
+      }],
+      ['send-audio', { ...base, base64: ogg.toString('base64'), ptt: true }, (m) => expect(m.type).toBe('audio')],
+      ['send-location', { ...base, latitude: 52.37, longitude: 4.89, name: 'Office' }, (m) => expect(m.type).toBe('location')],
+      ['send-contact', { ...base, name: 'Carol', phoneNumber: CAROL }, (m) => expect(m.type).toBe('contact')],
+      ['send-sticker', { ...base, base64: png.toString('base64') }, (m) => expect(m.type).toBe('sticker')],
+      ['send-poll', { ...base, name: 'Pizza or pasta?', options: ['Pizza', 'Pasta'] }, (m) => expect(m.id).toBeTruthy()],
+    ];
+    for (const [route, body, check] of sends) {
+      const res = await s.api('POST', `/connections/${id}/${route}`, body);
+      expect(res.status, `${route}: ${JSON.stringify(res.body)}`).toBe(201);
+      expect(res.body).toMatchObject({ chatId: team, fromMe: true, senderJid: PHONE_JID });
+      for (const phone of [ALICE, BOB]) check(await atPhone(phone, keyIdOf(res.body.id)));
+    }
+    // a forward from a 1:1 chat into the group
+    const oneToOne = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'worth sharing', skipPresence: true });
+    expect(oneToOne.status).toBe(201);
+    const fwd = await s.api('POST', `/connections/${id}/forward`, { chatId: team, messageId: oneToOne.body.id, fromChatId: ALICE_JID });
+    expect(fwd.status, JSON.stringify(fwd.body)).toBe(201);
+    expect(fwd.body).toMatchObject({ chatId: team, isForwarded: true, text: 'worth sharing' });
+    expect(await atPhone(BOB, keyIdOf(fwd.body.id))).toMatchObject({ groupId: team, text: 'worth sharing', forwarded: true });
   });
 
   it('replies, reacts, edits and revokes inside the group both ways', async () => {
@@ -309,6 +348,67 @@ describe('groups end to end through the sandbox', () => {
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
     for (const phone of [ALICE, CAROL]) expect((await atPhone(phone, keyIdOf(sent.body.id))).text).toBe('lid reply @15550103');
     expect((await atPhone(CAROL, keyIdOf(sent.body.id))).mentions?.map((m) => m.replace(/^\+?/, '+'))).toEqual([CAROL]);
+  });
+
+  it('in a LID-addressed group: replies, reactions, edits, revokes and an image both ways, an album from a member', async () => {
+    const crew = await createContactGroup('LID Crew 2', [PHONE, BOB, CAROL], 'lid');
+    // Carol (named by LID with participant_pn) writes; we reply and react; she replies, reacts, edits and revokes
+    const hers = await groupSend(crew, { from: CAROL, text: 'status update?' });
+    expect(await stored(crew, hers)).toMatchObject({ senderJid: CAROL_JID, senderPushName: 'Carol Sandbox' });
+    const ours = await s.api('POST', `/connections/${id}/send`, { chatId: crew, text: 'all green', replyTo: `false_${crew}_${hers}`, skipPresence: true });
+    expect(ours.status, JSON.stringify(ours.body)).toBe(201);
+    expect((await atPhone(CAROL, keyIdOf(ours.body.id))).replyTo).toBe(hers);
+    expect((await s.api('POST', `/connections/${id}/react`, { chatId: crew, messageId: `false_${crew}_${hers}`, emoji: '✅' })).status).toBe(201);
+    await waitFor('our reaction at Bob', async () =>
+      (await atPhone(BOB, hers)).reactions.some((r) => r.emoji === '✅' && r.from.includes('15550100')) ? true : undefined,
+    );
+    const edit = await s.api('PUT', `/connections/${id}/messages/${enc(ours.body.id)}`, { chatId: crew, text: 'all green, shipping' });
+    expect(edit.status, JSON.stringify(edit.body)).toBe(200);
+    await waitFor('our edit at Bob', async () =>
+      (await atPhone(BOB, keyIdOf(ours.body.id))).edits.some((e) => e.text === 'all green, shipping') ? true : undefined,
+    );
+    const png = pngBytes();
+    const image = await s.api('POST', `/connections/${id}/send-image`, { chatId: crew, base64: png.toString('base64'), caption: 'lid chart', skipPresence: true });
+    expect(image.status, JSON.stringify(image.body)).toBe(201);
+    for (const phone of [BOB, CAROL]) expect(Buffer.from((await atPhone(phone, keyIdOf(image.body.id))).media!.base64!, 'base64').equals(png)).toBe(true);
+    const revoke = await s.api('DELETE', `/connections/${id}/messages/${enc(image.body.id)}?chatId=${enc(crew)}`);
+    expect(revoke.status, JSON.stringify(revoke.body)).toBe(200);
+    await waitFor('our revoke at Carol', async () => ((await atPhone(CAROL, keyIdOf(image.body.id))).revoked ? true : undefined));
+
+    const reply = await groupSend(crew, { from: CAROL, text: 'great', replyTo: keyIdOf(ours.body.id) });
+    expect(await stored(crew, reply)).toMatchObject({ senderJid: CAROL_JID, quotedMessageId: ours.body.id });
+    await groupSend(crew, { from: CAROL, reaction: { messageId: keyIdOf(ours.body.id), emoji: '🚀' } });
+    await waitFor('Carol’s reaction stored', async () =>
+      (await stored(crew, keyIdOf(ours.body.id), true)).reactions.some((r: Json) => r.senderJid === CAROL_JID && r.emoji === '🚀') ? true : undefined,
+    );
+    await groupSend(crew, { from: CAROL, edit: { messageId: reply, text: 'great, thanks' } });
+    await waitFor('Carol’s edit stored', async () => ((await stored(crew, reply)).text === 'great, thanks' ? true : undefined));
+    await groupSend(crew, { from: CAROL, revoke: { messageId: hers } });
+    await waitFor('Carol’s revoke stored', async () => ((await stored(crew, hers)).kind === 'revoked' ? true : undefined));
+
+    // an album from Bob: the album message and its items, each naming the album
+    const album = await s.sandbox('POST', `/groups/${enc(crew)}/messages`, {
+      from: BOB,
+      album: [{ image: { base64: png.toString('base64'), mimetype: 'image/png' } }, { image: { base64: png.toString('base64'), mimetype: 'image/png', caption: 'two' } }],
+    });
+    expect(album.status, JSON.stringify(album.body)).toBe(201);
+    const parent = await stored(crew, album.body.id);
+    expect(parent).toMatchObject({ kind: 'album', type: 'image', senderJid: BOB_JID, album: { expectedImages: 2, expectedVideos: 0 } });
+    for (const key of album.body.itemIds as string[]) {
+      expect(await stored(crew, key)).toMatchObject({ kind: 'image', senderJid: BOB_JID, albumId: parent.id });
+    }
+
+    // Alice adds Dave: the notification names him by LID with his phone number; the event, the cache and the next
+    // send know him by number
+    expect((await s.sandbox('POST', `/groups/${enc(crew)}/participants`, { by: ALICE, action: 'add', participants: [DAVE] })).status).toBe(200);
+    const added = await frameOf('group.participants', (p) => p.groupId === crew && p.action === 'add');
+    expect(added.payload).toMatchObject({ participants: [DAVE_JID], by: ALICE_JID });
+    const dave = (await s.api('GET', `/connections/${id}/groups/${enc(crew)}`)).body.participants.find((p: Json) => p.jid === DAVE_JID);
+    expect(dave).toMatchObject({ phoneNumber: DAVE, isAdmin: false });
+    expect(dave.lid).toMatch(/@lid$/);
+    const welcome = await s.api('POST', `/connections/${id}/send`, { chatId: crew, text: 'welcome Dave', skipPresence: true });
+    expect(welcome.status).toBe(201);
+    expect((await atPhone(DAVE, keyIdOf(welcome.body.id))).text).toBe('welcome Dave');
   });
 
   it('answers 404 for unknown groups and 400 for malformed ids and participants', async () => {

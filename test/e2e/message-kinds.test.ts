@@ -1,9 +1,10 @@
 /**
  * Message kinds end to end through the sandbox (issue #13): real Baileys receives what the simulated phones send.
+ * Votes cast before pairing, carried by the history sync on their polls, aggregated onto the stored polls.
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
- * a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
+ * an album (its album message, items naming it); a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +24,8 @@ const keyIdOf = (messageId: string) => messageId.slice(messageId.lastIndexOf('_'
 describe('message kinds end to end through the sandbox', () => {
   let s: SandboxService;
   let id: string;
+  let historyPoll: string;
+  let ownHistoryPoll: string;
 
   const fromPhone = async (phone: string, body: Json) => {
     const res = await s.sandbox('POST', `/accounts/${enc(phone)}/messages`, body);
@@ -47,11 +50,39 @@ describe('message kinds end to end through the sandbox', () => {
       const res = await s.sandbox('POST', '/accounts', { phoneNumber, pushName });
       expect([201, 409]).toContain(res.status);
     }
+    // Before pairing: polls with votes (one changed, one by the account's own phone, several options at once), which
+    // the history sync carries on their polls (pollUpdates), not as messages.
+    historyPoll = await fromPhone(ALICE, { to: PHONE, poll: { name: 'Offsite where?', options: ['Lisbon', 'Oslo', 'Rome'] } });
+    await vote(ALICE, PHONE, historyPoll, ['Lisbon']);
+    await vote(ALICE, PHONE, historyPoll, ['Oslo']);
+    await vote(PHONE, ALICE, historyPoll, ['Rome']);
+    ownHistoryPoll = await fromPhone(PHONE, { to: BOB, poll: { name: 'Coffee or tea?', options: ['Coffee', 'Tea'], selectableCount: 2 } });
+    await vote(BOB, PHONE, ownHistoryPoll, ['Coffee', 'Tea']);
     id = await s.pair(PHONE);
   }, 90_000);
 
   afterAll(async () => {
     await s?.close();
+  });
+
+  it('aggregates the votes a history sync carries on its polls, and stores no vote as a message', async () => {
+    const poll = await stored(ALICE_JID, historyPoll);
+    expect(poll).toMatchObject({ kind: 'poll', text: 'Offsite where?' });
+    expect(poll.poll.options).toEqual([
+      { name: 'Lisbon', votes: 0, voters: [] },
+      { name: 'Oslo', votes: 1, voters: [ALICE_JID] },
+      { name: 'Rome', votes: 1, voters: [OWN_JID] },
+    ]);
+    const own = await stored(BOB_JID, ownHistoryPoll, true);
+    expect(own).toMatchObject({ fromMe: true, kind: 'poll', poll: { name: 'Coffee or tea?', selectableCount: 2 } });
+    expect(own.poll.options).toEqual([
+      { name: 'Coffee', votes: 1, voters: [BOB_JID] },
+      { name: 'Tea', votes: 1, voters: [BOB_JID] },
+    ]);
+    for (const chatJid of [ALICE_JID, BOB_JID]) {
+      const page = await s.api('GET', `/connections/${id}/chats/${chatJid}/messages?limit=100`);
+      expect((page.body.messages as Json[]).filter((m) => m.text === '' && m.kind !== 'poll')).toEqual([]);
+    }
   });
 
   it('aggregates votes on a contact’s poll, announces poll.vote, and leaves the chat preview and unread alone', async () => {
@@ -121,6 +152,16 @@ describe('message kinds end to end through the sandbox', () => {
     expect(ev.payload).toMatchObject({ kind: 'list_response', selection: { id: 'pizza_l', title: 'Large pizza' } });
   });
 
+  it('a buttons reply keeps the chosen button', async () => {
+    const key = await fromPhone(BOB, { to: PHONE, buttonsReply: { id: 'confirm_yes', text: 'Yes, confirm' } });
+    expect(await stored(BOB_JID, key)).toMatchObject({
+      type: 'text',
+      kind: 'buttons_response',
+      text: 'Yes, confirm',
+      selection: { id: 'confirm_yes', title: 'Yes, confirm' },
+    });
+  });
+
   it('a live location keeps its coordinates and caption', async () => {
     const key = await fromPhone(ALICE, { to: PHONE, liveLocation: { latitude: 51.5072, longitude: -0.1276, caption: 'On my way' } });
     expect(await stored(ALICE_JID, key)).toMatchObject({
@@ -139,6 +180,44 @@ describe('message kinds end to end through the sandbox', () => {
       ['Bob', [BOB]],
       ['Carol', ['+15550107']],
     ]);
+  });
+
+  it('an album arrives as its album message with the expected counts, and each item names its album', async () => {
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const clip = Buffer.from('not really an mp4, but bytes the phone uploads and the service downloads');
+    const res = await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, {
+      to: PHONE,
+      album: [
+        { image: { base64: png.toString('base64'), mimetype: 'image/png', caption: 'first' } },
+        { video: { base64: clip.toString('base64'), mimetype: 'video/mp4' } },
+        { image: { base64: png.toString('base64'), mimetype: 'image/png' } },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const { id: albumKey, itemIds } = res.body as { id: string; itemIds: string[] };
+    expect(itemIds).toHaveLength(3);
+    const album = await stored(ALICE_JID, albumKey);
+    expect(album).toMatchObject({ type: 'image', kind: 'album', text: '', media: null, album: { expectedImages: 2, expectedVideos: 1 }, albumId: null });
+    const items: Json[] = [];
+    for (const key of itemIds) items.push(await stored(ALICE_JID, key));
+    expect(items.map((m) => [m.kind, m.type, m.text, m.albumId])).toEqual([
+      ['image', 'image', 'first', album.id],
+      ['video', 'video', '', album.id],
+      ['image', 'image', '', album.id],
+    ]);
+    expect(items.every((m) => m.album === null)).toBe(true);
+    const ev = await s.frame('album event', (f) => f.event === 'message' && f.payload.id === album.id);
+    expect(ev.payload).toMatchObject({ kind: 'album', album: { expectedImages: 2, expectedVideos: 1 } });
+    await s.frame('item event', (f) => f.event === 'message' && f.payload.id === items[1].id && f.payload.albumId === album.id);
+    // the items' media are the bytes the phone sent
+    const video = await s.raw(`/connections/${id}/messages/${encodeURIComponent(items[1].id)}/media?chatId=${ALICE_JID}`);
+    expect(video.status).toBe(200);
+    expect(video.bytes.equals(clip)).toBe(true);
+    const bad = await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: PHONE, album: [{ image: { base64: png.toString('base64'), mimetype: 'image/png' } }] });
+    expect(bad.status).toBe(400);
   });
 
   it('a status post is attributed to its author, hidden from chats, never unread, and its media not fetched eagerly', async () => {
@@ -186,14 +265,51 @@ describe('message kinds end to end through the sandbox', () => {
       const from = s.frames.length;
       const restarted = await s.api('POST', `/connections/${id}/restart`);
       expect(restarted.status).toBe(200);
-      await waitFor('connected, then online without the marker', async () => {
-        const statuses = s.frames.slice(from).filter((f) => f.event === 'session.status').map((f) => f.payload.status);
-        return statuses.includes('connected') && statuses.at(-1) === 'online' ? statuses : undefined;
+      const statuses = await waitFor('connected, then online without the marker', async () => {
+        const frames = s.frames.slice(from).filter((f) => f.event === 'session.status');
+        return frames.some((f) => f.payload.status === 'connected') && frames.at(-1)?.payload.status === 'online' ? frames : undefined;
       }, { timeoutMs: 30_000 });
+      // The fallback timer did it: online came the configured 3 s after the login (the marker never arrived), well
+      // within the default 20 s.
+      const connectedAt = Date.parse(statuses.findLast((f) => f.payload.status === 'connected')!.timestamp);
+      const onlineAt = Date.parse(statuses.at(-1)!.timestamp);
+      expect(onlineAt - connectedAt).toBeGreaterThanOrEqual(2990);
+      expect(onlineAt - connectedAt).toBeLessThan(20_000);
       const sent = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'still here', skipPresence: true });
       expect(sent.status).toBe(201);
     } finally {
       await s.sandbox('PUT', '/faults/offline-marker', { withhold: false });
     }
+  });
+});
+
+describe('status media with serve --download-status-media', () => {
+  let s: SandboxService;
+  let id: string;
+
+  beforeAll(async () => {
+    s = await startSandboxService({ config: { downloadStatusMedia: true } });
+    id = await s.pair(PHONE);
+  }, 90_000);
+
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('downloads a status post’s media as it arrives', async () => {
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const res = await s.sandbox('POST', `/accounts/${enc(BOB)}/messages`, { to: PHONE, status: true, image: { base64: png.toString('base64'), mimetype: 'image/png' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const m = await waitFor('the status post', async () => {
+      const r = await s.api('GET', `/connections/${id}/messages/${encodeURIComponent(`false_status@broadcast_${res.body.id}`)}?chatId=status@broadcast`);
+      return r.status === 200 ? r.body : undefined;
+    });
+    const file = path.join(s.dataDir, 'media', id, decodeURIComponent(m.media.url.slice(m.media.url.lastIndexOf('/') + 1)));
+    // Not requested through the API: on disk only because the setting downloads status media eagerly.
+    const bytes = await waitFor('the status media on disk', async () => (fs.existsSync(file) ? fs.readFileSync(file) : undefined));
+    expect(bytes.equals(png)).toBe(true);
   });
 });

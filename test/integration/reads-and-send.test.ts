@@ -1,6 +1,7 @@
 /**
  * Reading chats, messages and contacts (interface-spec §4.2) from a real store over HTTP, query validation,
- * and the text send endpoint's validation and its answer for a connection that is not online.
+ * and the text send endpoint's validation and its answer for a connection that is not online (the groups routes
+ * too).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageIdOf, type StoredMessage } from '../../service/db/messages.ts';
@@ -224,6 +225,25 @@ describe('reading and sending', () => {
         message: expect.stringContaining('Connection is not online'),
       });
       expect(count()).toBe(before);
+    });
+  });
+
+  describe('groups', () => {
+    const GROUP = '120363000000000042@g.us';
+    it.each([
+      ['GET', '/groups', undefined],
+      ['GET', `/groups/${encodeURIComponent(GROUP)}`, undefined],
+      ['POST', '/groups', { subject: 'Team', participants: ['+15550101'] }],
+      ['PATCH', `/groups/${GROUP}`, { subject: 'Renamed' }],
+      ['POST', `/groups/${GROUP}/participants`, { action: 'add', participants: ['+15550101'] }],
+      ['POST', `/groups/${GROUP}/leave`, undefined],
+      ['GET', `/groups/${GROUP}/invite-code`, undefined],
+    ] as const)('%s %s: 409 when the connection has no online session, nothing stored', async (method, route, body) => {
+      const before = api.store.db.prepare('SELECT count(*) AS n FROM group_metadata').get();
+      const res = await api.request(method, `/connections/${connectionId}${route}`, { token: user.token, ...(body && { body }) });
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', message: expect.stringContaining('Connection is not online') });
+      expect(api.store.db.prepare('SELECT count(*) AS n FROM group_metadata').get()).toEqual(before);
     });
   });
 });

@@ -192,8 +192,14 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(msgs.find((m) => m.key.fromMe)?.message?.conversation).toBe('Welcome to the Sandbox Team group 👋');
   });
 
-  it('answers groupMetadata and groupFetchAllParticipating', async () => {
+  it('answers groupMetadata and groupFetchAllParticipating, and counts the metadata queries', async () => {
+    const queries = async () =>
+      (await api<{ total: number; byPhone: Record<string, number> }>(sandbox.url, 'GET', `/groups/${encodeURIComponent(team)}/metadata-queries`)).body;
+    const before = await queries();
     const meta = await c.sock.groupMetadata(team);
+    const after = await queries();
+    expect(after.total).toBe(before.total + 1);
+    expect(after.byPhone[`+${PHONE}`]).toBe((before.byPhone[`+${PHONE}`] ?? 0) + 1);
     expect(meta).toMatchObject({ id: team, subject: 'Sandbox Team', addressingMode: 'pn', size: 3 });
     expect(meta.desc).toBe('Where the sandbox contacts meet.');
     expect(meta.owner).toBe(`${PHONE}@s.whatsapp.net`);
@@ -203,6 +209,7 @@ describe('sandbox groups with a real Baileys client', () => {
     expect(byId[ALICE_JID]?.lid).toMatch(/@lid$/);
     const all = await c.sock.groupFetchAllParticipating();
     expect(Object.keys(all)).toContain(team);
+    expect((await queries()).total).toBe(after.total); // the participating list is another query
     // Baileys' query() throws Boom(text, { data: code }) for an <error> answer
     await expect(c.sock.groupMetadata('120363999999999999@g.us')).rejects.toMatchObject({
       message: 'item-not-found',

@@ -97,6 +97,21 @@ describe('resolveServiceConfig', () => {
     expect(resolveServiceConfig({}, {}, linux).publicUrl).toBeUndefined();
   });
 
+  it('reads the status-media and online-fallback settings from flags or env; absent by default', () => {
+    const defaults = resolveServiceConfig({}, {}, linux);
+    expect(defaults.downloadStatusMedia).toBeUndefined();
+    expect(defaults.onlineFallbackMs).toBeUndefined(); // the session's default (20 s) applies
+    expect(resolveServiceConfig({ downloadStatusMedia: true, onlineFallbackMs: '5000' }, {}, linux)).toMatchObject({
+      downloadStatusMedia: true,
+      onlineFallbackMs: 5000,
+    });
+    expect(
+      resolveServiceConfig({}, { SWITCHBOARD_DOWNLOAD_STATUS_MEDIA: '1', SWITCHBOARD_ONLINE_FALLBACK_MS: '3000' }, linux),
+    ).toMatchObject({ downloadStatusMedia: true, onlineFallbackMs: 3000 });
+    expect(() => resolveServiceConfig({ onlineFallbackMs: '500' }, {}, linux)).toThrow(ConfigError);
+    expect(() => resolveServiceConfig({}, { SWITCHBOARD_ONLINE_FALLBACK_MS: 'soon' }, linux)).toThrow(/between 1000 and 600000/);
+  });
+
   it('reads the per-user caps from flags or env, whole numbers only (0 = no cap)', () => {
     expect(resolveServiceConfig({ maxStreamsPerUser: '5', maxLargeUploadsPerUser: '0' }, {}, linux)).toMatchObject({
       maxStreamsPerUser: 5,

@@ -1,12 +1,26 @@
 /**
  * The service's group metadata cache (what Baileys reads as `cachedGroupMetadata`) and the group records built from
  * it: member changes from `w:gp2` notifications in PN and LID form, subject/description deltas, participant parsing
- * (numbers, JIDs, LIDs in LID-addressed groups) and the mapping of WhatsApp's IQ error codes to API errors.
+ * (numbers, JIDs, LIDs in LID-addressed groups) and the mapping of WhatsApp's IQ error codes to API errors; the
+ * cache kept in a real SQLite file across a reopen (what a restart finds).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Boom } from '@hapi/boom';
 import type { GroupMetadata } from '@whiskeysockets/baileys';
 import { describe, expect, it } from 'vitest';
-import { GroupCache, groupError, groupInfoOf, groupJidOf, isMember, participantJidOf } from '../../service/engine/groups.ts';
+import { openStore, type Store } from '../../service/db/store.ts';
+import {
+  GROUP_REFRESH_MAX_AGE_MS,
+  GroupCache,
+  groupError,
+  groupInfoOf,
+  groupJidOf,
+  isMember,
+  participantJidOf,
+  storedGroups,
+} from '../../service/engine/groups.ts';
 import type { ModelContext } from '../../service/engine/message-model.ts';
 import { mediaUrl } from '../../service/db/media-url.ts';
 
@@ -77,6 +91,84 @@ describe('group cache', () => {
     cache.update({ id: GROUP, desc: undefined });
     expect(cache.get(GROUP)!.desc).toBeUndefined();
     expect(cache.get(GROUP)!.participants).toHaveLength(2);
+  });
+});
+
+describe('group cache in the store', () => {
+  const CONNECTION = '11111111-2222-4333-8444-555555555555';
+  const OTHER = '99999999-2222-4333-8444-555555555555';
+  const withStore = (fn: (reopen: () => Store) => void) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-groups-'));
+    const open: Store[] = [];
+    const reopen = () => {
+      for (const s of open.splice(0)) s.close();
+      const store = openStore(dir);
+      open.push(store);
+      return store;
+    };
+    try {
+      const store = reopen();
+      const userId = store.users.create('alice').id;
+      for (const id of [CONNECTION, OTHER]) store.connections.insert({ id, userId, name: null, workerId: 'local' });
+      fn(reopen);
+    } finally {
+      for (const s of open) s.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('keeps whole metadata and every notification delta across a reopen, per connection', () => {
+    withStore((reopen) => {
+      let store = reopen();
+      const cache = new GroupCache(storedGroups(store, CONNECTION));
+      expect(cache.needsRefresh()).toBe(true); // nothing cached yet: a connect asks for every group
+      cache.set(pnGroup());
+      cache.set({ ...lidGroup(), id: '120363000000000043@g.us' });
+      cache.applyParticipants(GROUP, 'add', [{ id: BOB }]);
+      cache.applyParticipants(GROUP, 'promote', [{ id: ALICE }]);
+      cache.update({ id: GROUP, subject: 'Renamed', desc: 'New rules' });
+      cache.delete('120363000000000043@g.us');
+      expect(cache.needsRefresh()).toBe(false);
+      new GroupCache(storedGroups(store, OTHER)).set({ ...pnGroup(), subject: 'Other account' });
+
+      store = reopen(); // a restart
+      const again = new GroupCache(storedGroups(store, CONNECTION));
+      expect(again.all().map((g) => g.id)).toEqual([GROUP]);
+      expect(again.get(GROUP)).toMatchObject({ subject: 'Renamed', desc: 'New rules', size: 3 });
+      expect(again.get(GROUP)!.participants).toEqual([
+        { id: OWN, admin: 'superadmin' },
+        { id: ALICE, admin: 'admin' },
+        { id: BOB, admin: null },
+      ]);
+      expect(again.needsRefresh()).toBe(false);
+      expect(again.needsRefresh(Date.now() + GROUP_REFRESH_MAX_AGE_MS + 1000)).toBe(true); // old: asked again
+      expect(new GroupCache(storedGroups(store, OTHER)).get(GROUP)!.subject).toBe('Other account');
+
+      // the server's list of groups drops the ones the account left; a logout forgets them all
+      again.set({ ...pnGroup(), id: '120363000000000044@g.us' });
+      again.retainOnly(['120363000000000044@g.us']);
+      store = reopen();
+      const third = new GroupCache(storedGroups(store, CONNECTION));
+      expect(third.all().map((g) => g.id)).toEqual(['120363000000000044@g.us']);
+      third.clear();
+      store = reopen();
+      expect(new GroupCache(storedGroups(store, CONNECTION)).all()).toEqual([]);
+      expect(new GroupCache(storedGroups(store, OTHER)).all()).toHaveLength(1);
+    });
+  });
+
+  it('a group known from deltas only is old; a damaged row is skipped; a deleted connection loses its groups', () => {
+    withStore((reopen) => {
+      let store = reopen();
+      store.groupMetadata.put(CONNECTION, GROUP, JSON.stringify(pnGroup()), null);
+      store.groupMetadata.put(CONNECTION, '120363000000000045@g.us', '{not json', Date.now());
+      const cache = new GroupCache(storedGroups(store, CONNECTION));
+      expect(cache.all().map((g) => g.id)).toEqual([GROUP]);
+      expect(cache.needsRefresh()).toBe(true); // fetched_at 0: never sent whole by the server
+      store.connections.setStatus(CONNECTION, 'stopped', 'deleted');
+      store = reopen();
+      expect(store.groupMetadata.list(CONNECTION)).toEqual([]);
+    });
   });
 });
 
