@@ -203,8 +203,6 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
             ...engineOptions,
             workers,
             dataDir: config.dataDir,
-            logLevel: config.logLevel,
-            ...(config.logFormat && { logFormat: config.logFormat }),
             outboundFlags: { allowLan: config.allowLanWebhooks === true, allowLoopbackWebhooks: config.sandbox },
             onOutbox: () => wakeDispatcher(),
           })

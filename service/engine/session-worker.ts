@@ -13,18 +13,18 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { LoggedEvent } from '../db/events.ts';
 import { openStore } from '../db/store.ts';
 import { installConsoleFilter, setConsoleFilterLogger } from '../config/console-filter.ts';
-import { createLogger } from '../config/logger.ts';
-import type { LogFormat, LogLevel } from '../config/service-config.ts';
+import { pino } from 'pino';
 import { OutboundPolicy } from '../net/outbound.ts';
 import { createEngine } from './engine.ts';
 import type { Engine } from './types.ts';
 import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
 
-const data = workerData as SessionWorkerData & { logFormat?: LogFormat };
+const data = workerData as SessionWorkerData;
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 
-const logger = createLogger(data.logLevel as LogLevel, data.logFormat ?? 'json').child({ thread: data.workerId });
+// Log records go to the main thread's logger (one output, its format, and whatever an embedder injected).
+const logger = pino({ level: data.logLevel }, { write: (line: string) => post({ type: 'log', line }) }).child({ thread: data.thread });
 // libsignal prints session records (private keys) through console, here as on the main thread: never to stdout.
 installConsoleFilter();
 setConsoleFilterLogger(logger);

@@ -20,7 +20,6 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { LoggedEvent } from '../db/events.ts';
-import type { LogFormat } from '../config/service-config.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import { createEngine } from './engine.ts';
 import type { Engine, EngineOptions, Profile } from './types.ts';
@@ -30,8 +29,6 @@ export interface ThreadEngineOptions extends EngineOptions {
   /** Number of session threads (≥ 1). */
   workers: number;
   dataDir: string;
-  logLevel: string;
-  logFormat?: LogFormat;
   /** The outbound policy's switches, rebuilt in each thread (a custom resolver stays on the main thread). */
   outboundFlags: { allowLan: boolean; allowLoopbackWebhooks: boolean };
   /** Called when a thread's commit wrote `pending` webhook outbox rows (the dispatcher's wake-up). */
@@ -56,6 +53,9 @@ const { workerData } = require('node:worker_threads');
   await import(workerData.entry);
 })().catch((err) => setImmediate(() => { throw err; }));
 `;
+
+/** pino's level numbers. */
+const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
 /** How often the main thread tells the threads whether the data dir has room (storageHasRoom). */
 const ROOM_POLL_MS = 500;
@@ -93,13 +93,12 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   roomTimer.unref();
 
   const entry = new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
-  const baseData: Omit<SessionWorkerData, 'thread'> & { logFormat?: LogFormat } = {
+  const baseData: Omit<SessionWorkerData, 'thread'> = {
     entry,
     dataDir: opts.dataDir,
     mediaDir: opts.mediaDir,
     workerId: opts.workerId,
-    logLevel: opts.logLevel,
-    ...(opts.logFormat && { logFormat: opts.logFormat }),
+    logLevel: logger.level,
     ...(opts.waUrl && { waUrl: opts.waUrl }),
     ...(opts.waRootPublicKey && { waRootPublicKey: new Uint8Array(opts.waRootPublicKey) }),
     ...(opts.waCaCertPem && { waCaCertPem: opts.waCaCertPem }),
@@ -129,6 +128,17 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     published.set(userId, event.seq);
     publish(userId, event);
   };
+
+  /** Writes a thread's log record through the main logger, at its level. */
+  function relayLog(line: string): void {
+    try {
+      const { level, msg, time: _time, pid: _pid, hostname: _hostname, ...fields } = JSON.parse(line) as Record<string, unknown>;
+      const name = LEVELS[level as number] ?? 'info';
+      logger[name](fields, typeof msg === 'string' ? msg : '');
+    } catch {
+      // not JSON: cannot happen with pino; dropped rather than breaking the pool
+    }
+  }
 
   // ---- the pool -------------------------------------------------------------------------------------------
   const slots: Slot[] = [];
@@ -170,6 +180,9 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
           return;
         case 'outbox':
           opts.onOutbox?.();
+          return;
+        case 'log':
+          relayLog(m.line);
           return;
         case 'startFailed':
           log.error({ connectionId: m.connectionId, err: errorOf(m.error), thread: index }, 'failed to start session');

@@ -10,6 +10,8 @@ import type { Profile } from './types.ts';
 export interface SessionWorkerData {
   /** The module to load in the thread (session-worker.ts or .js). */
   entry: string;
+  /** The thread's slot in the pool (0-based; shown as `thread` in its log lines). */
+  thread: number;
   dataDir: string;
   mediaDir: string;
   workerId: string;
@@ -58,5 +60,7 @@ export type FromWorker =
   | { type: 'events'; events: Array<[userId: string, event: LoggedEvent]>; states: Record<string, SessionState | null>; storageDown: boolean }
   /** A commit wrote `pending` webhook outbox rows: wake the dispatcher. */
   | { type: 'outbox' }
+  /** One log record (pino's JSON line), written through the main thread's logger. */
+  | { type: 'log'; line: string }
   | { type: 'startFailed'; connectionId: string; error: SerializedError }
   | { type: 'closed' };
