@@ -132,7 +132,10 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   /** Writes a thread's log record through the main logger, at its level. */
   function relayLog(line: string): void {
     try {
-      const { level, msg, time: _time, pid: _pid, hostname: _hostname, ...fields } = JSON.parse(line) as Record<string, unknown>;
+      const fields = JSON.parse(line) as Record<string, unknown>;
+      const { level, msg } = fields;
+      // The main logger adds its own time, pid and hostname.
+      for (const k of ['level', 'msg', 'time', 'pid', 'hostname']) delete fields[k];
       const name = LEVELS[level as number] ?? 'info';
       logger[name](fields, typeof msg === 'string' ? msg : '');
     } catch {
