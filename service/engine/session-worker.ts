@@ -34,6 +34,7 @@ const store = openStore(data.dataDir, {
 // The main thread's checkpoint worker (checkpointer.ts) copies the WAL; this connection does not checkpoint in its commits.
 store.db.pragma('wal_autocheckpoint = 0');
 const room = new Int32Array(data.storageRoom);
+const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
 const policy = new OutboundPolicy({
   allowLan: data.outbound.allowLan,
   allowLoopbackWebhooks: data.outbound.allowLoopbackWebhooks,
@@ -46,6 +47,7 @@ const engine: Engine = createEngine({
   mediaDir: data.mediaDir,
   outbound: policy,
   storageHasRoom: () => Atomics.load(room, 0) === 1,
+  ...(clockOffset && { now: () => Date.now() + clockOffset[0]! }),
   ...(data.waUrl && { waUrl: data.waUrl }),
   ...(data.waRootPublicKey && { waRootPublicKey: Buffer.from(data.waRootPublicKey) }),
   ...(data.waCaCertPem && { waCaCertPem: data.waCaCertPem }),

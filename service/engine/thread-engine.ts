@@ -91,6 +91,13 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   updateRoom();
   const roomTimer = setInterval(updateRoom, ROOM_POLL_MS);
   roomTimer.unref();
+  // An injected clock (tests, embedders) reaches the threads as an offset from Date.now(), refreshed before each call.
+  const clock = opts.now ? new SharedArrayBuffer(8) : undefined;
+  const clockOffset = clock ? new Float64Array(clock) : undefined;
+  const syncClock = () => {
+    if (clockOffset && opts.now) clockOffset[0] = opts.now() - Date.now();
+  };
+  syncClock();
 
   const entry = new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
   const baseData: Omit<SessionWorkerData, 'thread'> = {
@@ -111,6 +118,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
     outbound: opts.outboundFlags,
     storageRoom: room,
+    ...(clock && { clockOffset: clock }),
   };
 
   // ---- events in seq order --------------------------------------------------------------------------------
@@ -247,6 +255,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     const id = nextCall++;
     return new Promise<T>((resolve, reject) => {
       slot.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      syncClock();
       send(slot, { type: 'call', id, method, args });
     });
   }

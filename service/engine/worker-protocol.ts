@@ -29,6 +29,11 @@ export interface SessionWorkerData {
   outbound: { allowLan: boolean; allowLoopbackWebhooks: boolean };
   /** Int32Array over it: [0] = 1 while the data dir has room (set by the main thread). */
   storageRoom: SharedArrayBuffer;
+  /**
+   * Float64Array over it: [0] = the main thread's clock (EngineOptions.now) minus Date.now(), in ms, written before
+   * each call; present only when the engine was given a clock.
+   */
+  clockOffset?: SharedArrayBuffer;
 }
 
 /** A session's state as the main thread's synchronous getters report it. */
