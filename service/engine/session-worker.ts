@@ -115,9 +115,12 @@ store.onOutbox(() => post({ type: 'outbox' }));
 
 // States that change without an event (a QR ref rotating, a pairing socket) are reported within STATE_POLL_MS.
 const STATE_POLL_MS = 200;
+let lastStorageDown = false;
 const poll = setInterval(() => {
   const states = statesOf(mine.keys());
-  if (Object.keys(states).length > 0) post({ type: 'events', events: [], states, storageDown: engine.storageUnavailable() });
+  const storageDown = engine.storageUnavailable();
+  if (Object.keys(states).length > 0 || storageDown !== lastStorageDown) post({ type: 'events', events: [], states, storageDown });
+  lastStorageDown = storageDown;
 }, STATE_POLL_MS);
 
 port.on('message', (m: ToWorker) => {
