@@ -34,6 +34,18 @@ const store = openStore(data.dataDir, {
 // The main thread's checkpoint worker (checkpointer.ts) copies the WAL; this connection does not checkpoint in its commits.
 store.db.pragma('wal_autocheckpoint = 0');
 const room = new Int32Array(data.storageRoom);
+// Webhooks are changed on the main thread: drop the cached targets when it says so (SessionWorkerData.webhookGeneration).
+const webhookGeneration = new Int32Array(data.webhookGeneration);
+let seenGeneration = Atomics.load(webhookGeneration, 0);
+const targets = store.webhooks.targets.bind(store.webhooks);
+store.webhooks.targets = (connectionId: string) => {
+  const now = Atomics.load(webhookGeneration, 0);
+  if (now !== seenGeneration) {
+    seenGeneration = now;
+    store.webhooks.forgetCache();
+  }
+  return targets(connectionId);
+};
 const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
 const policy = new OutboundPolicy({
   allowLan: data.outbound.allowLan,

@@ -5,6 +5,8 @@
  * of incoming messages; the connection starts again on the pool, every message the sandbox accepted (201) ends up
  * stored exactly once, and the event stream stays gap-free and free of duplicates.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -71,6 +73,33 @@ describe('sessions on worker threads', () => {
     expect([400, 404]).toContain(unknown.status);
     const profile = await s.api('GET', `/connections/${second}`);
     expect(profile.body.status).toBe('online');
+  });
+
+  it('a webhook added on the main thread gets the events of a session thread that had none', { timeout: 60_000 }, async () => {
+    // The thread has written events for this connection already (its webhook targets were looked up: none).
+    const bodies: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const hook = await s.api('POST', `/connections/${second}/webhooks`, { url, events: ['message'] });
+      expect(hook.status).toBe(201);
+      expect((await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: SECOND, text: 'after the webhook' })).status).toBe(201);
+      await waitFor('the webhook delivery', async () => (bodies.some((b) => b.includes('after the webhook')) ? true : undefined), { timeoutMs: 30_000 });
+      expect((await s.api('DELETE', `/webhooks/${hook.body.id}`)).status).toBe(200);
+      // After the delete the thread writes no delivery for it (it would break the batch's foreign key).
+      expect((await s.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: SECOND, text: 'after the delete' })).status).toBe(201);
+      await s.frame('message after the delete', (f) => f.event === 'message' && (f.payload as { body?: string }).body === 'after the delete');
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   it('a thread that dies: its connection restarts on the pool and nothing accepted is lost', { timeout: 120_000 }, async () => {
