@@ -257,7 +257,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // Media URLs name the address clients use: --public-url, else the one printed on the API: line.
     if (!config.publicUrl) store.mediaUrls.setBase(apiUrl);
     policy.ownPort = port;
-    threaded?.threads.setOwnPort(port);
+    threaded?.threads.configure({ ownPort: port, mediaBase: store.mediaUrls.base });
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
     dispatcher.start();

@@ -147,8 +147,9 @@ port.on('message', (m: ToWorker) => {
       }
       post({ type: 'events', events: [], states: statesOf([m.connectionId], true), storageDown: engine.storageUnavailable() });
       return;
-    case 'ownPort':
-      policy.ownPort = m.port;
+    case 'config':
+      if (m.ownPort !== undefined) policy.ownPort = m.ownPort;
+      if (m.mediaBase !== undefined) store.mediaUrls.setBase(m.mediaBase);
       return;
     case 'call':
       void call(m.id, m.method, m.args);

@@ -41,8 +41,11 @@ export interface SessionThreads {
   threads(): Array<{ index: number; threadId: number; connections: string[] }>;
   /** Stops the thread of slot `index` abruptly (as a crash would); resolves once it is gone. */
   kill(index: number): Promise<void>;
-  /** The API's port, for the threads' outbound policy (a send `url` must not point at the service itself). */
-  setOwnPort(port: number): void;
+  /**
+   * Tells the threads what the main thread learns once the API listens: its port (a send `url` must not point at
+   * the service itself) and the public base URL Messages' `media.url` is built from.
+   */
+  configure(c: { ownPort?: number; mediaBase?: string }): void;
 }
 
 /** Runs in each new thread: loads the worker module (through tsx when running from the TypeScript sources). */
@@ -169,10 +172,13 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   const states = new Map<string, SessionState>();
   let nextCall = 1;
   let closing = false;
-  let ownPort: number | undefined;
+  /** What `configure` was told, sent again to threads that replace a dead one. */
+  const shared: { ownPort?: number; mediaBase?: string } = { mediaBase: store.mediaUrls.base };
 
-  const applyStates = (s: Record<string, SessionState | null>) => {
+  /** States reported by `slot`, for the connections it still runs (a late report of a moved one is ignored). */
+  const applyStates = (slot: Slot, s: Record<string, SessionState | null>) => {
     for (const [id, state] of Object.entries(s)) {
+      if (assigned.get(id) !== slot) continue;
       if (state) states.set(id, state);
       else states.delete(id);
     }
@@ -181,14 +187,14 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   function spawn(index: number): Slot {
     const worker = new Worker(BOOT, { eval: true, workerData: { ...baseData, thread: index }, name: `session-worker-${index}` });
     const slot: Slot = { index, worker, connections: new Set(), calls: new Map(), storageDown: false, ready: false };
-    if (ownPort !== undefined) worker.postMessage({ type: 'ownPort', port: ownPort } satisfies ToWorker);
+    worker.postMessage({ type: 'config', ...shared } satisfies ToWorker);
     worker.on('message', (m: FromWorker) => {
       switch (m.type) {
         case 'ready':
           slot.ready = true;
           return;
         case 'reply': {
-          applyStates(m.states);
+          applyStates(slot, m.states);
           slot.storageDown = m.storageDown;
           const call = slot.calls.get(m.id);
           slot.calls.delete(m.id);
@@ -197,7 +203,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
           return;
         }
         case 'events':
-          applyStates(m.states);
+          applyStates(slot, m.states);
           slot.storageDown = m.storageDown;
           for (const [userId, event] of m.events) store.bus.publish(userId, event);
           return;
@@ -281,6 +287,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     const slot = leastBusy();
     assigned.set(connectionId, slot);
     slot.connections.add(connectionId);
+    // As the in-process engine, which is `starting` as soon as start() returns; the thread reports the rest.
+    states.set(connectionId, { status: 'starting', reason: null, qr: undefined, profile: undefined });
     send(slot, { type: 'start', connectionId });
   }
 
@@ -363,9 +371,9 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
       if (!slot) throw new Error(`no session thread ${index}`);
       await slot.worker.terminate();
     },
-    setOwnPort(port) {
-      ownPort = port;
-      for (const slot of slots) send(slot, { type: 'ownPort', port });
+    configure(c) {
+      Object.assign(shared, c);
+      for (const slot of slots) send(slot, { type: 'config', ...c });
     },
   };
   return Object.assign(engine, { threads });

@@ -54,7 +54,8 @@ export interface SessionState {
 export type ToWorker =
   | { type: 'call'; id: number; method: string; args: unknown[] }
   | { type: 'start'; connectionId: string }
-  | { type: 'ownPort'; port: number }
+  /** The API's port (the outbound policy refuses it) and public base URL (Messages' `media.url`), once known. */
+  | { type: 'config'; ownPort?: number; mediaBase?: string }
   | { type: 'close' };
 
 export interface SerializedError {
