@@ -2,7 +2,7 @@
  * The engine with its sessions on worker threads (`serve --workers N`, N ≥ 1; docs/scaling.md). Implements the
  * same `Engine` as engine.ts, so the HTTP layer does not know where a session runs.
  *
- * - A pool of N session worker threads (session-worker.ts), each with its own engine and its own connection to the
+ * - A pool of N session worker threads (service/session-worker.ts), each with its own engine and its own connection to the
  *   SQLite file. A connection is assigned to the thread running the fewest when it starts, and moves to the least
  *   busy thread on `restart`.
  * - Calls for an assigned connection are posted to its thread and answered from there (errors keep their status
@@ -19,7 +19,6 @@
  *   committed was not acknowledged, so the server delivers it again — the same as after `kill -9`.
  */
 import { Worker } from 'node:worker_threads';
-import type { LoggedEvent } from '../db/events.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import { createEngine } from './engine.ts';
 import type { Engine, EngineOptions, Profile } from './types.ts';
@@ -29,8 +28,10 @@ export interface ThreadEngineOptions extends EngineOptions {
   /** Number of session threads (≥ 1). */
   workers: number;
   dataDir: string;
-  /** The outbound policy's switches, rebuilt in each thread (a custom resolver stays on the main thread). */
-  outboundFlags: { allowLan: boolean; allowLoopbackWebhooks: boolean };
+  /** The outbound policy's fixed switch, rebuilt in each thread (a custom resolver stays on the main thread). */
+  outboundFlags: { allowLoopbackWebhooks: boolean };
+  /** The operator's LAN switch (settings), read here and shared with the threads. */
+  allowLanWebhooks: () => boolean;
   /** Called when a thread's commit wrote `pending` webhook outbox rows (the dispatcher's wake-up). */
   onOutbox?: () => void;
 }
@@ -88,9 +89,12 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   const log = logger.child({ component: 'engine' });
   /** Answers for connections no thread runs (see above); it never starts a session. */
   const local = createEngine(opts);
-  const room = new SharedArrayBuffer(4);
+  const room = new SharedArrayBuffer(8);
   const roomFlag = new Int32Array(room);
-  const updateRoom = () => Atomics.store(roomFlag, 0, opts.storageHasRoom?.() === false ? 0 : 1);
+  const updateRoom = () => {
+    Atomics.store(roomFlag, 0, opts.storageHasRoom?.() === false ? 0 : 1);
+    Atomics.store(roomFlag, 1, opts.allowLanWebhooks() ? 1 : 0);
+  };
   updateRoom();
   const roomTimer = setInterval(updateRoom, ROOM_POLL_MS);
   roomTimer.unref();
@@ -113,7 +117,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     };
   }
 
-  const entry = new URL(`./session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+  // The thread's composition root sits beside service/index.ts (it wires the store, the event log and the outbox).
+  const entry = new URL(`../session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
   const baseData: Omit<SessionWorkerData, 'thread'> = {
     entry,
     dataDir: opts.dataDir,
@@ -136,21 +141,10 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     webhookGeneration,
   };
 
-  // ---- events in seq order --------------------------------------------------------------------------------
-  const publish = store.bus.publish.bind(store.bus);
-  /** Per user, the seq last published on the bus (the log's end when the pool started, for existing users). */
-  const published = new Map<string, number>();
-  for (const user of store.users.list()) published.set(user.id, store.events.lastSeq(user.id));
-  store.bus.publish = (userId: string, event: LoggedEvent) => {
-    const last = published.get(userId) ?? 0;
-    if (event.seq <= last) return; // published already, read from the log to fill a gap
-    if (event.seq > last + 1) {
-      // Events of another thread (or of the main thread) still on their way: committed before this one, so in the log.
-      for (const missed of store.events.after(userId, last, event.seq - last - 1)) publish(userId, missed);
-    }
-    published.set(userId, event.seq);
-    publish(userId, event);
-  };
+  // ---- events in seq order (events/log.ts orderAcrossWriters) --------------------------------------------
+  const lastSeqs = new Map<string, number>();
+  for (const user of store.users.list()) lastSeqs.set(user.id, store.events.lastSeq(user.id));
+  opts.events.orderAcrossWriters(lastSeqs);
 
   /** Writes a thread's log record through the main logger, at its level. */
   function relayLog(line: string): void {
@@ -205,7 +199,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
         case 'events':
           applyStates(slot, m.states);
           slot.storageDown = m.storageDown;
-          for (const [userId, event] of m.events) store.bus.publish(userId, event);
+          for (const [userId, event] of m.events) opts.events.publishCommitted(userId, event);
           return;
         case 'outbox':
           opts.onOutbox?.();
@@ -274,6 +268,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     return new Promise<T>((resolve, reject) => {
       slot.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
       syncClock();
+      updateRoom();
       send(slot, { type: 'call', id, method, args });
     });
   }

@@ -8,11 +8,14 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Message } from '../db/messages.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import type { NumberCheck } from './number-check.ts';
 import type { Operations } from './operations.ts';
 
 export interface EngineOptions {
   store: Store;
+  /** The event log the sessions append to (events/log.ts). */
+  events: EventLog;
   logger: Logger;
   /** WhatsApp-protocol WebSocket URL every session connects to (WhatsApp's own when undefined). */
   waUrl?: string;
@@ -121,6 +124,12 @@ export interface Engine extends Operations {
   restart(connectionId: string): Promise<void>;
   /** Stops the session; with `logout`, unlinks the device from the phone and wipes the auth state. */
   stop(connectionId: string, opts?: { logout?: boolean }): Promise<void>;
+  /**
+   * Deletes a connection (soft): stops its session and unlinks the device, best effort (a phone that cannot be
+   * told is logged and the connection deleted anyway), then stores status `stopped` with reason `deleted` and logs
+   * its `session.status` event. Nothing happens to a connection already stopped.
+   */
+  remove(connectionId: string): Promise<void>;
   /**
    * The status (and its reason) of a running session as this process knows it: while the disk is full it may not
    * be stored yet. Undefined when no session runs for the connection.

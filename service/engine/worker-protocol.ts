@@ -1,6 +1,6 @@
 /**
  * Messages between the main thread's `ThreadEngine` (thread-engine.ts) and the session worker threads
- * (session-worker.ts). Everything here crosses `postMessage`, so it is structured-cloneable data only.
+ * (service/session-worker.ts). Everything here crosses `postMessage`, so it is structured-cloneable data only.
  */
 import type { LoggedEvent } from '../db/events.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
@@ -8,7 +8,7 @@ import type { Profile } from './types.ts';
 
 /** What a worker needs to build its own store and engine (EngineOptions without the functions). */
 export interface SessionWorkerData {
-  /** The module to load in the thread (session-worker.ts or .js). */
+  /** The module to load in the thread (service/session-worker.ts or .js). */
   entry: string;
   /** The thread's slot in the pool (0-based; shown as `thread` in its log lines). */
   thread: number;
@@ -26,8 +26,11 @@ export interface SessionWorkerData {
   connectTimeoutMs?: number;
   downloadStatusMedia?: boolean;
   onlineFallbackMs?: number;
-  outbound: { allowLan: boolean; allowLoopbackWebhooks: boolean };
-  /** Int32Array over it: [0] = 1 while the data dir has room (set by the main thread). */
+  outbound: { allowLoopbackWebhooks: boolean };
+  /**
+   * Int32Array over it, set by the main thread: [0] = 1 while the data dir has room; [1] = 1 while the operator's
+   * LAN switch for outbound URLs (settings) is on.
+   */
   storageRoom: SharedArrayBuffer;
   /**
    * Float64Array over it: [0] = the main thread's clock (EngineOptions.now) minus Date.now(), in ms, written before

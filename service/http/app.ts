@@ -14,6 +14,7 @@ import type { EventStream, StreamLimits } from './stream/event-stream.ts';
 import { registerWebSocketSupport, streamRoutes } from './stream/routes.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerAuth } from './plugins/auth.ts';
+import { registerConnectionScope } from './plugins/connection-scope.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerHardening } from './plugins/hardening.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
@@ -35,6 +36,7 @@ import { sendRoutes } from './routes/send.ts';
 import { operationRoutes } from './routes/operations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import type { ApiInstance, TypeBoxTypeProvider } from './type-provider.ts';
 import { typeBoxValidatorCompiler } from './validation.ts';
@@ -103,6 +105,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const onAuthFailure = await registerRateLimit(app, rateLimit);
   const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
+  registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
   registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
@@ -127,6 +130,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });
+  if (deps.settings) await app.register(settingsRoutes, { ...deps, settings: deps.settings, prefix: API_PREFIX });
   await app.register(streamRoutes, {
     ...deps,
     streams,

@@ -139,6 +139,8 @@ export interface RouteEntry {
   url: string;
   /** `config.auth === 'none'`. */
   public: boolean;
+  /** `config.owner`: only the machine's owner may call it (the settings routes). */
+  owner: boolean;
   /** Hidden from the document (the docs' own routes). */
   hidden: boolean;
   schema: RouteSchema;
@@ -172,7 +174,14 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
   app.decorate('routeTable', table);
   const record = (route: RouteOptions, url: string, schema: RouteSchema) => {
     for (const method of methods(route))
-      table.push({ method, url, public: route.config?.auth === 'none', hidden: schema.hide === true, schema });
+      table.push({
+        method,
+        url,
+        public: route.config?.auth === 'none',
+        owner: route.config?.owner === true,
+        hidden: schema.hide === true,
+        schema,
+      });
   };
 
   app.addHook('onRoute', (route) => {
@@ -231,6 +240,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
         { name: 'tokens', description: 'API tokens' },
         { name: 'stream', description: 'WebSocket event stream' },
         { name: 'billing' },
+        { name: 'settings', description: 'The machine’s settings (owner only; docs/settings.md)' },
       ],
       components: {
         securitySchemes: {

@@ -253,7 +253,9 @@ describe('search, surroundings and export through the sandbox', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = res.bytes.toString('utf8');
-    expect(html).not.toMatch(/<script|<link|src=|https?:\/\//i);
+    // Self-contained: nothing to load. A media file's URL is named only as data (data-media-url), never fetched.
+    expect(html).toMatch(/data-media-url="http:\/\/127\.0\.0\.1:\d+\/api\/connections\//);
+    expect(html.replace(/ data-media-url="[^"]*"/g, '')).not.toMatch(/<script|<link|src=|https?:\/\//i);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-export-'));
     const file = path.join(dir, 'transcript.html');
     fs.writeFileSync(file, res.bytes);

@@ -15,6 +15,9 @@ import type {
   EventFrame,
   GroupInfo,
   Health,
+  MachineSettingsPatch,
+  MachineSettingsSaved,
+  MachineSettingsView,
   Message,
   MessagePage,
   PairingCode,
@@ -222,6 +225,11 @@ export class ApiClient {
   setSlots = (quantity: number) => this.request<SlotChange>('PUT', '/billing/slots', { quantity });
   checkout = () => this.request<{ url: string }>('POST', '/billing/checkout');
   portal = () => this.request<{ url: string }>('POST', '/billing/portal');
+
+  // Machine settings (the machine's owner only; docs/settings.md)
+  settings = () => this.request<MachineSettingsView>('GET', '/settings');
+  updateSettings = (patch: MachineSettingsPatch) => this.request<MachineSettingsSaved>('PATCH', '/settings', patch);
+  restartService = () => this.request<{ restarting: true }>('POST', '/settings/restart');
 
   // Event log
   events = (after?: number, limit = 100) =>

@@ -27,6 +27,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             connections: number;
+                            /** @description Present when the configured port was taken and the desktop app fell back to a free one */
+                            portFallback?: {
+                                /** @description What happened and what to do, for the operator */
+                                message: string;
+                                /** @description The port the API listens on instead */
+                                port: number;
+                                /** @description The configured API port, which another program holds */
+                                requested: number;
+                            };
                             sandbox: boolean;
                             /** @enum {string} */
                             status: "ok";
@@ -2429,6 +2438,8 @@ export interface paths {
                         fromChatId: string;
                         /** @description Id of the stored message to forward */
                         messageId: string;
+                        /** @description Accepted like on every send; a forward shows no typing indicator or delay either way */
+                        skipPresence?: boolean;
                     };
                 };
             };
@@ -7816,6 +7827,412 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The machine's settings (owner only)
+         * @description The desktop-editable settings with where each comes from, where the Stripe key is kept, and the saved changes that wait for a restart.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Whether POST /settings/restart can restart the service (the desktop app); headless: restart serve yourself */
+                            canRestart: boolean;
+                            /** @description The settings file (settings.json in the data dir) */
+                            file: string;
+                            /** @description Saved settings that apply only after a restart (names); empty when everything saved is in effect */
+                            restartRequired: string[];
+                            settings: {
+                                allowLanWebhooks: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: boolean;
+                                };
+                                billingProvider: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: "local" | "stripe";
+                                };
+                                port: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: number;
+                                };
+                                stripePriceId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string | null;
+                                };
+                                workerId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string;
+                                };
+                            };
+                            /** @description Where the Stripe secret key comes from (never its value) */
+                            stripeSecretKey: {
+                                /** @description Whether an OS keychain is usable by the service */
+                                keychain: boolean;
+                                lockedBy: string | null;
+                                source: ("env" | "keychain") | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description settings.json cannot be read */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the machine's settings (owner only)
+         * @description Saves the given settings in settings.json (null: back to the default) and the Stripe secret key in the OS keychain (null deletes it). Fields: port, allowLanWebhooks, workerId, billingProvider, stripePriceId, stripeSecretKey. The change is checked as the next start would check it; 400 or 409 changes nothing. `restartRequired` lists what applies only after a restart (allowLanWebhooks applies at once).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        allowLanWebhooks?: boolean | null;
+                        billingProvider?: ("local" | "stripe") | null;
+                        port?: number | null;
+                        stripePriceId?: string | null;
+                        stripeSecretKey?: string | null;
+                        workerId?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Whether POST /settings/restart can restart the service (the desktop app); headless: restart serve yourself */
+                            canRestart: boolean;
+                            /** @description The settings file (settings.json in the data dir) */
+                            file: string;
+                            /** @description Saved settings that apply only after a restart (names); empty when everything saved is in effect */
+                            restartRequired: string[];
+                            settings: {
+                                allowLanWebhooks: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: boolean;
+                                };
+                                billingProvider: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: "local" | "stripe";
+                                };
+                                port: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: number;
+                                };
+                                stripePriceId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string | null;
+                                };
+                                workerId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string;
+                                };
+                            };
+                            /** @description Where the Stripe secret key comes from (never its value) */
+                            stripeSecretKey: {
+                                /** @description Whether an OS keychain is usable by the service */
+                                keychain: boolean;
+                                lockedBy: string | null;
+                                source: ("env" | "keychain") | null;
+                            };
+                        } & {
+                            /** @description Settings whose saved value changed */
+                            changed: string[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description A flag or environment variable of this process sets the setting, or no OS keychain is available for the Stripe key */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/settings/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart the service so saved settings apply (desktop app; owner only)
+         * @description The desktop app restarts its service process (the console reconnects, on the new port if it changed). Headless `switchboard serve` cannot restart itself: 409, restart it yourself.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            restarting: true;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description This service cannot restart itself (headless serve) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

@@ -61,6 +61,10 @@ export type ApiToken = ResponseOf<'/api/tokens', 'get'>[number];
 export type CreatedToken = ResponseOf<'/api/tokens', 'post', 201>;
 export type BillingStatus = ResponseOf<'/api/billing/status', 'get'>;
 export type SlotChange = ResponseOf<'/api/billing/slots', 'put'>;
+/** The machine's settings (owner only): values, their sources, the Stripe key's place, what waits for a restart. */
+export type MachineSettingsView = ResponseOf<'/api/settings', 'get'>;
+export type MachineSettingsPatch = RequestOf<'/api/settings', 'patch'>;
+export type MachineSettingsSaved = ResponseOf<'/api/settings', 'patch'>;
 
 export interface ApiErrorBody {
   message: string;

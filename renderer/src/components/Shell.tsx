@@ -122,6 +122,17 @@ function StorageBanner() {
   );
 }
 
+/** The desktop app could not have its configured API port and listens on another one (docs/settings.md). */
+function PortFallbackBanner() {
+  const fallback = useSession((s) => s.health?.portFallback);
+  if (!fallback) return null;
+  return (
+    <Alert color="yellow" mb="md" title={`The API is on port ${fallback.port}, not ${fallback.requested}`} data-testid="port-fallback-banner" role="status">
+      {fallback.message}
+    </Alert>
+  );
+}
+
 function UnreachableBanner() {
   const reachable = useSession((s) => s.reachable);
   const baseUrl = useSession((s) => s.baseUrl);
@@ -226,6 +237,7 @@ export function Shell() {
       <AppShell.Main>
         <UnreachableBanner />
         <StorageBanner />
+        <PortFallbackBanner />
         <Suspense fallback={<Loading />}>{VIEW_COMPONENTS[view]()}</Suspense>
       </AppShell.Main>
     </AppShell>

@@ -1,23 +1,25 @@
 /**
- * A session worker thread (`serve --workers N`, docs/scaling.md): runs the engine (engine.ts) with its own
+ * A session worker thread (`serve --workers N`, docs/scaling.md): runs the engine (engine/engine.ts) with its own
  * connection to the same SQLite file for the connections the main thread assigns to it, and answers the main
- * thread's engine calls (thread-engine.ts, protocol in worker-protocol.ts).
+ * thread's engine calls (engine/thread-engine.ts, protocol in engine/worker-protocol.ts).
  *
  * The durability rules are the in-process engine's, unchanged, because they are the same code: this thread's store
  * group-commits (BEGIN IMMEDIATE on the WAL; other threads wait for the write lock), receipts leave only after the
- * commit holding their message is on disk (commit-before-receipt.ts), and events get their gap-free per-user `seq`
+ * commit holding their message is on disk (engine/commit-before-receipt.ts), and events get their gap-free per-user `seq`
  * from `users.last_event_seq` inside the committing transaction. What the store would publish on its in-process bus
  * (after the commit is synced) is posted to the main thread instead, which publishes it there in `seq` order.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { LoggedEvent } from '../db/events.ts';
-import { openStore } from '../db/store.ts';
-import { installConsoleFilter, setConsoleFilterLogger } from '../config/console-filter.ts';
+import type { LoggedEvent } from './db/events.ts';
+import { openStore, type TransactionObserver } from './db/store.ts';
+import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { pino } from 'pino';
-import { OutboundPolicy } from '../net/outbound.ts';
-import { createEngine } from './engine.ts';
-import type { Engine } from './types.ts';
-import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
+import { EventLog } from './events/log.ts';
+import { OutboundPolicy } from './net/outbound.ts';
+import { WebhookOutbox } from './webhooks/outbox.ts';
+import { createEngine } from './engine/engine.ts';
+import type { Engine } from './engine/types.ts';
+import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './engine/worker-protocol.ts';
 
 const data = workerData as SessionWorkerData;
 const port = parentPort!;
@@ -48,12 +50,19 @@ store.webhooks.targets = (connectionId: string) => {
 };
 const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
 const policy = new OutboundPolicy({
-  allowLan: data.outbound.allowLan,
+  allowLan: false,
   allowLoopbackWebhooks: data.outbound.allowLoopbackWebhooks,
-  allowLanSetting: () => store.webhooks.allowLanSetting(),
+  allowLanSetting: () => Atomics.load(room, 1) === 1,
 });
+// This thread's event log writes the events' webhook outbox rows in their transactions, as on the main thread.
+const events = new EventLog(store);
+const outbox = new WebhookOutbox(store, events);
+// The dispatcher runs on the main thread: rows are written `pending` (no claim at insert) and it is woken to claim them.
+const wakeMain = () => post({ type: 'outbox' });
+outbox.attach({ leaseMs: 0, reserve: () => false, committed: () => undefined, abandoned: () => undefined, backlog: wakeMain, wake: wakeMain, deleted: () => undefined });
 const engine: Engine = createEngine({
   store,
+  events,
   logger,
   workerId: data.workerId,
   mediaDir: data.mediaDir,
@@ -105,25 +114,27 @@ function serializeError(err: unknown): SerializedError {
   };
 }
 
-// Committed events go to the main thread (in commit order, once synced) instead of this thread's bus.
-let outgoing: Array<[string, LoggedEvent]> = [];
-let flushQueued = false;
-store.bus.publish = (userId: string, event: LoggedEvent) => {
-  outgoing.push([userId, event]);
-  if (!flushQueued) {
-    flushQueued = true;
-    queueMicrotask(() => {
-      flushQueued = false;
-      const events = outgoing;
-      outgoing = [];
+// Committed events go to the main thread (in commit order, once on disk), which publishes them (EventLog.publishCommitted).
+let appended: Array<[string, LoggedEvent]> = [];
+events.onAppend((userId, event) => void appended.push([userId, event]));
+const forwarding: TransactionObserver<number> = {
+  mark: () => appended.length,
+  rolledBack: (mark) => {
+    appended.length = mark;
+  },
+  committed: () => {
+    if (appended.length === 0) return undefined;
+    const batch = appended;
+    appended = [];
+    return () => {
       const ids = new Set<string>();
       // Status changes ride with their events, so a client that saw `session.status` reads the same status.
-      for (const [, e] of events) if (e.connectionId && mine.has(e.connectionId)) ids.add(e.connectionId);
-      post({ type: 'events', events, states: statesOf(ids), storageDown: engine.storageUnavailable() });
-    });
-  }
+      for (const [, e] of batch) if (e.connectionId && mine.has(e.connectionId)) ids.add(e.connectionId);
+      post({ type: 'events', events: batch, states: statesOf(ids), storageDown: engine.storageUnavailable() });
+    };
+  },
 };
-store.onOutbox(() => post({ type: 'outbox' }));
+store.observeTransactions(forwarding);
 
 // States that change without an event (a QR ref rotating, a pairing socket) are reported within STATE_POLL_MS.
 const STATE_POLL_MS = 200;
