@@ -25,6 +25,7 @@ import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { openStore } from './db/store.ts';
+import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
 import { createThreadEngine, type SessionThreads } from './engine/thread-engine.ts';
@@ -161,8 +162,14 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     assertFreeSpace(config.dataDir, minFreeMb);
     const disk = new DiskSpaceMonitor(config.dataDir, minFreeMb, logger.child({ component: 'storage' })).start();
     cleanups.push({ step: 'disk monitor', cleanup: () => disk.stop() });
+    // With session threads, every thread's store hands SQLite's write lock over through one shared lock (write-lock.ts).
+    const workers = config.workers ?? DEFAULT_WORKERS;
+    const writeLock = workers > 0 ? new SharedArrayBuffer(4) : undefined;
+    // Whether a session thread holding that lock has stopped (known once the pool exists; main's thread id is 0).
+    let threadGone = (_threadId: number): boolean => false;
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
+      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t)) }),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
@@ -245,12 +252,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(config.downloadStatusMedia && { downloadStatusMedia: true }),
       ...(config.onlineFallbackMs !== undefined && { onlineFallbackMs: config.onlineFallbackMs }),
     };
-    const workers = config.workers ?? DEFAULT_WORKERS;
     const threaded =
-      workers > 0
+      writeLock
         ? createThreadEngine({
             ...engineOptions,
             workers,
+            writeLock,
             dataDir: config.dataDir,
             outboundFlags: { allowLoopbackWebhooks: config.sandbox },
             allowLanWebhooks: () => settings.allowLanWebhooks(),
@@ -258,6 +265,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
           })
         : undefined;
     const engine: Engine = threaded ?? createEngine(engineOptions);
+    if (threaded) threadGone = (t) => threaded.threads.isGone(t);
     if (threaded) logger.info({ workers }, 'sessions run on worker threads');
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 

@@ -12,6 +12,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { LoggedEvent } from './db/events.ts';
 import { openStore, type TransactionObserver } from './db/store.ts';
+import { WriteLock } from './db/write-lock.ts';
 import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { pino } from 'pino';
 import { EventLog } from './events/log.ts';
@@ -31,6 +32,7 @@ const logger = pino({ level: data.logLevel }, { write: (line: string) => post({ 
 installConsoleFilter();
 setConsoleFilterLogger(logger);
 const store = openStore(data.dataDir, {
+  writeLock: new WriteLock(data.writeLock),
   onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the worker thread'),
 });
 // The main thread's checkpoint worker (checkpointer.ts) copies the WAL; this connection does not checkpoint in its commits.

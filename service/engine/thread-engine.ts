@@ -19,6 +19,7 @@
  *   committed was not acknowledged, so the server delivers it again — the same as after `kill -9`.
  */
 import { Worker } from 'node:worker_threads';
+import { WriteLock } from '../db/write-lock.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import { createEngine } from './engine.ts';
 import type { Engine, EngineOptions, Profile } from './types.ts';
@@ -27,6 +28,8 @@ import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWo
 export interface ThreadEngineOptions extends EngineOptions {
   /** Number of session threads (≥ 1). */
   workers: number;
+  /** The threads' shared write lock (db/write-lock.ts), also given to the main thread's store. */
+  writeLock: SharedArrayBuffer;
   dataDir: string;
   /** The outbound policy's fixed switch, rebuilt in each thread (a custom resolver stays on the main thread). */
   outboundFlags: { allowLoopbackWebhooks: boolean };
@@ -40,6 +43,8 @@ export interface ThreadEngineOptions extends EngineOptions {
 export interface SessionThreads {
   /** One entry per slot: its thread id and the connections it runs. */
   threads(): Array<{ index: number; threadId: number; connections: string[] }>;
+  /** Whether the session thread `threadId` has stopped (or is none of the pool's): its write lock is void. */
+  isGone(threadId: number): boolean;
   /** Stops the thread of slot `index` abruptly (as a crash would); resolves once it is gone. */
   kill(index: number): Promise<void>;
   /**
@@ -69,6 +74,8 @@ const OWN = new Set(['start', 'startAll', 'restart', 'stop', 'liveStatus', 'stor
 interface Slot {
   index: number;
   worker: Worker;
+  /** The worker's threadId (`worker.threadId` reads -1 once it stopped). */
+  threadId: number;
   connections: Set<string>;
   calls: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
   storageDown: boolean;
@@ -137,6 +144,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
     outbound: opts.outboundFlags,
     storageRoom: room,
+    writeLock: opts.writeLock,
     ...(clock && { clockOffset: clock }),
     webhookGeneration,
   };
@@ -180,7 +188,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
 
   function spawn(index: number): Slot {
     const worker = new Worker(BOOT, { eval: true, workerData: { ...baseData, thread: index }, name: `session-worker-${index}` });
-    const slot: Slot = { index, worker, connections: new Set(), calls: new Map(), storageDown: false, ready: false };
+    const slot: Slot = { index, worker, threadId: worker.threadId, connections: new Set(), calls: new Map(), storageDown: false, ready: false };
     worker.postMessage({ type: 'config', ...shared } satisfies ToWorker);
     worker.on('message', (m: FromWorker) => {
       switch (m.type) {
@@ -222,6 +230,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   }
 
   function onExit(slot: Slot, code: number): void {
+    // A thread that died inside a transaction: SQLite rolled it back when the thread's connection closed.
+    if (WriteLock.releaseHeldBy(opts.writeLock, slot.threadId)) log.warn({ thread: slot.index }, 'released the write lock of an exited session thread');
     for (const call of slot.calls.values()) {
       call.reject(new ServiceError(502, "The connection's session thread stopped during the request; its outcome is unknown"));
     }
@@ -360,7 +370,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     },
   };
   const threads: SessionThreads = {
-    threads: () => slots.map((s) => ({ index: s.index, threadId: s.worker.threadId, connections: [...s.connections] })),
+    threads: () => slots.map((s) => ({ index: s.index, threadId: s.threadId, connections: [...s.connections] })),
+    isGone: (threadId) => !slots.some((s) => s.threadId === threadId && s.worker.threadId !== -1),
     async kill(index) {
       const slot = slots[index];
       if (!slot) throw new Error(`no session thread ${index}`);

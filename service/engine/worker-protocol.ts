@@ -32,6 +32,8 @@ export interface SessionWorkerData {
    * LAN switch for outbound URLs (settings) is on.
    */
   storageRoom: SharedArrayBuffer;
+  /** The write lock all threads' stores share (db/write-lock.ts). */
+  writeLock: SharedArrayBuffer;
   /**
    * Float64Array over it: [0] = the main thread's clock (EngineOptions.now) minus Date.now(), in ms, written before
    * each call; present only when the engine was given a clock.
