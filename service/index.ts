@@ -262,6 +262,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
             outboundFlags: { allowLoopbackWebhooks: config.sandbox },
             allowLanWebhooks: () => settings.allowLanWebhooks(),
             onOutbox: () => outbox.wake(),
+            ...(opts.resolve && { resolve: opts.resolve }),
           })
         : undefined;
     const engine: Engine = threaded ?? createEngine(engineOptions);

@@ -51,7 +51,17 @@ store.webhooks.targets = (connectionId: string) => {
   return targets(connectionId);
 };
 const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
+// An embedder's resolver (StartOptions.resolve) runs on the main thread: names are resolved there when there is one.
+const resolving = new Map<number, { resolve: (a: Array<{ address: string; family: number }>) => void; reject: (e: Error) => void }>();
+let nextResolve = 1;
+const resolveOnMain = (hostname: string) =>
+  new Promise<Array<{ address: string; family: number }>>((resolve, reject) => {
+    const id = nextResolve++;
+    resolving.set(id, { resolve, reject });
+    post({ type: 'resolve', id, hostname });
+  });
 const policy = new OutboundPolicy({
+  ...(data.resolveOnMain && { resolve: resolveOnMain }),
   allowLan: false,
   allowLoopbackWebhooks: data.outbound.allowLoopbackWebhooks,
   allowLanSetting: () => Atomics.load(room, 1) === 1,
@@ -170,6 +180,13 @@ port.on('message', (m: ToWorker) => {
     case 'close':
       void close();
       return;
+    case 'resolved': {
+      const waiting = resolving.get(m.id);
+      resolving.delete(m.id);
+      if (m.addresses) waiting?.resolve(m.addresses);
+      else waiting?.reject(Object.assign(new Error(m.error?.message ?? 'resolution failed'), m.error?.code ? { code: m.error.code } : {}));
+      return;
+    }
   }
 });
 

@@ -20,6 +20,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { WriteLock } from '../db/write-lock.ts';
+import type { Resolver } from '../net/outbound.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import { createEngine } from './engine.ts';
 import type { Engine, EngineOptions, Profile } from './types.ts';
@@ -33,6 +34,8 @@ export interface ThreadEngineOptions extends EngineOptions {
   dataDir: string;
   /** The outbound policy's fixed switch, rebuilt in each thread (a custom resolver stays on the main thread). */
   outboundFlags: { allowLoopbackWebhooks: boolean };
+  /** An embedder's name resolution for outbound URLs (tests); the threads ask the main thread to run it. */
+  resolve?: Resolver;
   /** The operator's LAN switch (settings), read here and shared with the threads. */
   allowLanWebhooks: () => boolean;
   /** Called when a thread's commit wrote `pending` webhook outbox rows (the dispatcher's wake-up). */
@@ -81,6 +84,15 @@ interface Slot {
   storageDown: boolean;
   /** Whether its module loaded (a thread that dies before is not a crash to recover from at once). */
   ready: boolean;
+}
+
+function serializeError(err: unknown): SerializedError {
+  const e = err as { message?: unknown; name?: unknown; code?: unknown } | null;
+  return {
+    message: typeof e?.message === 'string' ? e.message : String(err),
+    name: typeof e?.name === 'string' ? e.name : 'Error',
+    ...(typeof e?.code === 'string' && { code: e.code }),
+  };
 }
 
 function errorOf(e: SerializedError): Error {
@@ -145,6 +157,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     outbound: opts.outboundFlags,
     storageRoom: room,
     writeLock: opts.writeLock,
+    ...(opts.resolve && { resolveOnMain: true }),
     ...(clock && { clockOffset: clock }),
     webhookGeneration,
   };
@@ -214,6 +227,12 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
           return;
         case 'log':
           relayLog(m.line);
+          return;
+        case 'resolve':
+          opts.resolve!(m.hostname).then(
+            (addresses) => worker.postMessage({ type: 'resolved', id: m.id, addresses: addresses.map((a) => ({ address: a.address, family: a.family })) } satisfies ToWorker),
+            (err: unknown) => worker.postMessage({ type: 'resolved', id: m.id, error: serializeError(err) } satisfies ToWorker),
+          );
           return;
         case 'startFailed':
           log.error({ connectionId: m.connectionId, err: errorOf(m.error), thread: index }, 'failed to start session');

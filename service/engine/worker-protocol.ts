@@ -32,6 +32,8 @@ export interface SessionWorkerData {
    * LAN switch for outbound URLs (settings) is on.
    */
   storageRoom: SharedArrayBuffer;
+  /** Resolve names for outbound URLs through the main thread (an embedder's resolver); otherwise `dns.lookup` here. */
+  resolveOnMain?: boolean;
   /** The write lock all threads' stores share (db/write-lock.ts). */
   writeLock: SharedArrayBuffer;
   /**
@@ -61,7 +63,9 @@ export type ToWorker =
   | { type: 'start'; connectionId: string }
   /** The API's port (the outbound policy refuses it) and public base URL (Messages' `media.url`), once known. */
   | { type: 'config'; ownPort?: number; mediaBase?: string }
-  | { type: 'close' };
+  | { type: 'close' }
+  /** The answer to a `resolve` (the addresses, or the resolver's error). */
+  | { type: 'resolved'; id: number; addresses?: Array<{ address: string; family: number }>; error?: SerializedError };
 
 export interface SerializedError {
   statusCode?: number;
@@ -81,4 +85,6 @@ export type FromWorker =
   /** One log record (pino's JSON line), written through the main thread's logger. */
   | { type: 'log'; line: string }
   | { type: 'startFailed'; connectionId: string; error: SerializedError }
-  | { type: 'closed' };
+  | { type: 'closed' }
+  /** Name resolution through the main thread's resolver (only when the service was given one: `resolveOnMain`). */
+  | { type: 'resolve'; id: number; hostname: string };
