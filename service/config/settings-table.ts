@@ -246,7 +246,8 @@ export const SETTINGS = [
     default: 'off',
     description:
       'Let webhooks (also http://) and send-* url fetches reach loopback, private, ULA and CGNAT addresses ' +
-      '(docs/api.md, outbound URL policy). Applies at once, without a restart.',
+      '(docs/api.md, outbound URL policy). Applies at once, without a restart. In sandbox mode webhooks may reach ' +
+      'loopback without it.',
     group: 'webhooks',
     desktop: true,
     restart: false,

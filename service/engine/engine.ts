@@ -13,12 +13,13 @@ import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.t
 import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent, type PreparedContent } from './outgoing.ts';
 import { createOperations } from './operations.ts';
+import { createProfiles } from './profiles.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
 import { NumberChecker, numberDigits } from './number-check.ts';
 import { groupError, groupInfoOf, groupJidOf, groupSummaryOf, participantJidOf, type GroupInfo } from './groups.ts';
-import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
+import type { Engine, EngineOptions, MediaFileInfo, SendInput, SendTextInput } from './types.ts';
 
 /** 404 text of a send to a chat the server does not know (issue 20: was a 502). */
 const CHAT_NOT_FOUND = 'Chat not found';
@@ -88,6 +89,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       ...(opts.storageHasRoom && { storageHasRoom: opts.storageHasRoom }),
       ...(opts.downloadStatusMedia && { downloadStatusMedia: true }),
       ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
+      onContactsUpdate: (s, updates) => profiles.onContactsUpdate(s, updates),
     });
     sessions.set(connectionId, session);
     session.start();
@@ -100,10 +102,15 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     else if (o.logout) store.authState.clear(connectionId);
   }
 
-  /** The online session of a connection, or a 409 explaining why it cannot act now. */
+  /** The online session of a connection, or a 409 explaining why it cannot act now (507 while storage is down). */
   function onlineSession(connectionId: string): Session {
     // Nothing is sent while the store cannot commit: a message that could not be recorded must not leave.
     if (storageDown()) throw storageUnavailable();
+    return liveSession(connectionId);
+  }
+
+  /** The online session of a connection for a query that records nothing, or a 409. */
+  function liveSession(connectionId: string): Session {
     const session = sessions.get(connectionId);
     const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
     if (!session || status !== 'online' || !session.isOpen) {
@@ -344,8 +351,21 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     quotedMessage,
   });
 
+  const profiles = createProfiles({
+    store,
+    logger,
+    media,
+    prepareOptions,
+    dispatcher: trust?.dispatcher,
+    now,
+    onlineSession,
+    liveSession,
+    resolveChat,
+  });
+
   return {
     ...operations,
+    ...profiles,
     start,
     startAll() {
       for (const conn of store.connections.listActive()) {
@@ -391,12 +411,6 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
         logger.info({ err, connectionId }, 'pairing code request failed');
         throw conflict('Connection is not waiting to be linked (its connection to WhatsApp closed; retry in a few seconds)');
       }
-    },
-    profile(connectionId): Profile | undefined {
-      const session = sessions.get(connectionId);
-      const me = session?.me;
-      if (!session || session.status !== 'online' || !me) return undefined;
-      return { id: me.jid, pushName: me.name };
     },
     sendText: (connectionId, input: SendTextInput) => send(connectionId, { ...input, type: 'text' }),
     send,

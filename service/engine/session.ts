@@ -52,6 +52,8 @@ export interface SessionDeps extends LifecycleOptions {
   mediaDispatcher?: Dispatcher;
   /** Download status-post media as it arrives (`serve --download-status-media`); otherwise only on request. */
   downloadStatusMedia?: boolean;
+  /** Baileys `contacts.update` batches (profiles.ts drops a cached picture when a contact changes it). */
+  onContactsUpdate?: (session: Session, updates: BaileysEventMap['contacts.update']) => void;
 }
 
 export class Session {
@@ -71,6 +73,8 @@ export class Session {
   readonly #groups: SessionGroups;
   /** Baileys events → message model → store. */
   readonly #ingest: SessionIngest;
+  /** profiles.ts: picture changes make cached profiles stale. */
+  readonly #onContactsUpdate: SessionDeps['onContactsUpdate'];
 
   constructor(connection: ConnectionRow, deps: SessionDeps) {
     const { store } = deps;
@@ -80,6 +84,7 @@ export class Session {
     this.userId = userId;
     const log = deps.logger.child({ connectionId });
     this.#log = log;
+    this.#onContactsUpdate = deps.onContactsUpdate;
     this.#lifecycle = new SessionLifecycle(connection, deps, log, {
       attached: (sock) => {
         this.#ingest.dropHistoryHolds();
@@ -210,6 +215,7 @@ export class Session {
     if (events['messaging-history.status']?.status === 'complete') lifecycle.historyDone();
     if (events['contacts.upsert']) ingest.onContacts(events['contacts.upsert']);
     if (events['contacts.update']) ingest.onContacts(events['contacts.update']);
+    if (events['contacts.update']) this.#onContactsUpdate?.(this, events['contacts.update']);
     if (events['messages.upsert']) ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
     if (events['presence.update']) ingest.onPresence(events['presence.update']);
@@ -341,6 +347,32 @@ export class Session {
   /** The account's block list as the server gives it (PN or LID JIDs). */
   async blocklist(): Promise<Array<string | undefined>> {
     return this.#live().fetchBlocklist();
+  }
+
+  /** About texts (usync `status`): one `{ id, status: { status, setAt } }` per JID. */
+  async fetchStatus(...jids: string[]): ReturnType<WASocket['fetchStatus']> {
+    return this.#live().fetchStatus(...jids);
+  }
+
+  /** The URL of a user's full-size profile picture; a Boom with `data` 404 (none) or 401 (hidden) otherwise. */
+  async profilePictureUrl(jid: string): Promise<string | undefined> {
+    return this.#live().profilePictureUrl(jid, 'image');
+  }
+
+  /** Changes the account's push name (an app-state patch; needs the key the phone shares after linking). */
+  async setPushName(name: string): Promise<void> {
+    return this.#live().updateProfileName(name);
+  }
+
+  /** Changes the account's about text. */
+  async setAbout(text: string): Promise<void> {
+    return this.#live().updateProfileStatus(text);
+  }
+
+  /** Sets the account's profile picture from a JPEG of `size`×`size` pixels. */
+  async setProfilePicture(jpeg: Buffer, size: number): Promise<void> {
+    const sock = this.#live();
+    return sock.updateProfilePicture(sock.user!.id, jpeg, { width: size, height: size });
   }
 
   /** Every group the account is in, asked from the server (the answer also refills the cache via `groups.update`). */

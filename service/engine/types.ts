@@ -11,6 +11,7 @@ import type { Store } from '../db/store.ts';
 import type { EventLog } from '../events/log.ts';
 import type { NumberCheck } from './number-check.ts';
 import type { Operations } from './operations.ts';
+import type { Profiles } from './profiles.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -94,11 +95,8 @@ export interface MediaFileInfo {
   filename: string | null;
 }
 
-/** Profile of a linked account (interface-spec §2.2). */
-export interface Profile {
-  id: string;
-  pushName: string;
-}
+/** Profile of a linked account (interface-spec §2.2, plus `about` and `pictureUrl`). */
+export type { OwnProfile as Profile, ContactProfile } from './profiles.ts';
 
 export interface SendTextInput {
   /** A JID or a phone number in international format ("+15550101", "15550101"). */
@@ -115,7 +113,7 @@ import type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './
 
 export type { ForwardInput, StickerInput } from './operations.ts';
 
-export interface Engine extends Operations {
+export interface Engine extends Operations, Profiles {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
   start(connectionId: string): void;
   /** Starts every stored connection that is not stopped (service boot). */
@@ -149,8 +147,6 @@ export interface Engine extends Operations {
    * @throws ServiceError 400 malformed phoneNumber, 409 not waiting to be linked (status other than `scan_qr`).
    */
   requestPairingCode(connectionId: string, phoneNumber: string): Promise<string>;
-  /** Profile of an online connection; undefined otherwise. */
-  profile(connectionId: string): Profile | undefined;
   /**
    * Sends a text and returns the stored Message.
    * @throws ServiceError 400 bad chatId / unknown replyTo / not on WhatsApp, 409 connection not online.

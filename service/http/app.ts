@@ -34,6 +34,7 @@ import { searchRoutes } from './routes/search.ts';
 import { presenceRoutes } from './routes/presence.ts';
 import { sendRoutes } from './routes/send.ts';
 import { operationRoutes } from './routes/operations.ts';
+import { profileRoutes } from './routes/profiles.ts';
 import { eventRoutes } from './routes/events.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { settingsRoutes } from './routes/settings.ts';
@@ -126,7 +127,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, operationRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });

@@ -54,7 +54,7 @@ describe('fuzzing every route', () => {
   );
   const paramValue = () => fc.oneof(fc.constant('OWN'), segment);
   const queryArb = fc.dictionary(
-    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'around', 'format', 'unread_only', 'token', 'q', 'order', 'since'), fc.string({ maxLength: 8 })),
+    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'around', 'format', 'unread_only', 'token', 'q', 'order', 'since', 'refresh'), fc.string({ maxLength: 8 })),
     fc.oneof(segment, fc.integer().map(String), fc.constantFrom('true', 'false', '5.5', '-0', '999999999999999999')),
     { maxKeys: 4 },
   );

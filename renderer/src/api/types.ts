@@ -24,6 +24,7 @@ export type Health = ResponseOf<'/api/', 'get'>;
 export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
 export type ConnectionStatus = Connection['status'];
 export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
+export type ContactProfile = ResponseOf<'/api/connections/{id}/contacts/{jid}/profile', 'get'>;
 /** POST /connections/:id/pairing-code: `{ code: 'ABCD-EFGH' }`. */
 export type PairingCode = ResponseOf<'/api/connections/{id}/pairing-code', 'post'>;
 export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];

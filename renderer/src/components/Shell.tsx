@@ -150,7 +150,7 @@ function LiveIndicator() {
   const color = state === 'open' ? 'green' : state === 'connecting' ? 'yellow' : 'red';
   const label = state === 'open' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline';
   return (
-    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state} aria-label={`Event stream: ${label}`}>
+    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state} role="status" aria-label={`Event stream: ${label}`}>
       <Box component="span" visibleFrom="xs">
         {label}
       </Box>
@@ -201,11 +201,14 @@ export function Shell() {
             </Text>
             <SandboxBadge />
           </Group>
-          <Group gap="sm" wrap="nowrap">
+          {/* At phone width (390 px) everything fits: the theme toggle moves to Settings only. */}
+          <Group gap="xs" wrap="nowrap">
             <SearchBox />
             <ConnectionPicker />
             <LiveIndicator />
-            <ThemeToggle />
+            <Box visibleFrom="xs">
+              <ThemeToggle />
+            </Box>
           </Group>
         </Group>
       </AppShell.Header>

@@ -1,6 +1,7 @@
 /**
  * Connections (interface-spec §4.1): list, create, get-or-create, read, rename, delete (soft: status `stopped`),
- * restart, QR code, phone-number pairing code and profile. Sessions themselves are the engine's; this file only starts, stops and asks it.
+ * restart, QR code and phone-number pairing code (the profile, `/me`, is in profiles.ts). Sessions themselves are the
+ * engine's; this file only starts, stops and asks it.
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
@@ -75,7 +76,6 @@ const ListQuery = Type.Object({
     Type.Literal('deleted', { description: 'Addition: `deleted` also lists deleted connections (status `stopped`), read-only records' }),
   ),
 });
-const ProfileSchema = Type.Object({ id: Type.String(), pushName: Type.String() });
 const PairingCodeBody = Type.Object(
   {
     phoneNumber: Type.String({
@@ -217,17 +217,6 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     async (request) => {
       const c = request.connection;
       return { code: await engine.requestPairingCode(c.id, request.body.phoneNumber) };
-    },
-  );
-
-  api.get(
-    '/connections/:id/me',
-    { schema: { params: ConnectionParams, response: { 200: ProfileSchema } } },
-    async (request) => {
-      const c = request.connection;
-      const profile = c.status === 'online' ? engine.profile(c.id) : undefined;
-      if (!profile) throw conflict('Connection is not online');
-      return profile;
     },
   );
 };
