@@ -99,7 +99,7 @@ const mine = new Map<string, string>();
 function stateOf(connectionId: string): SessionState | null {
   const live = engine.liveStatus(connectionId);
   if (!live) return null;
-  return { status: live.status, reason: live.reason, qr: engine.currentQr(connectionId), profile: engine.profile(connectionId) };
+  return { status: live.status, reason: live.reason, qr: engine.currentQr(connectionId) };
 }
 
 /** The states of `ids` that changed since last reported (all of them when `force`). */

@@ -8,7 +8,7 @@
  * - Calls for an assigned connection are posted to its thread and answered from there (errors keep their status
  *   code). Calls for a connection no thread runs go to a local engine without sessions, which answers exactly as
  *   the in-process engine does for a connection that is not running (409 not online, media already on disk…).
- * - The synchronous getters (`liveStatus`, `currentQr`, `profile`, `storageUnavailable`) read the state the threads
+ * - The synchronous getters (`liveStatus`, `currentQr`, `storageUnavailable`) read the state the threads
  *   report with every batch of events, every reply, and at least every 200 ms when it changed.
  * - Committed events come from the threads after their commit is synced; they are published on the main thread's
  *   bus in per-user `seq` order (a gap — an event of another thread whose message is still on its way — is read
@@ -23,7 +23,7 @@ import { WriteLock } from '../db/write-lock.ts';
 import type { Resolver } from '../net/outbound.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import { createEngine } from './engine.ts';
-import type { Engine, EngineOptions, Profile } from './types.ts';
+import type { Engine, EngineOptions } from './types.ts';
 import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
 
 export interface ThreadEngineOptions extends EngineOptions {
@@ -72,7 +72,7 @@ const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fa
 /** How often the main thread tells the threads whether the data dir has room (storageHasRoom). */
 const ROOM_POLL_MS = 500;
 /** Engine methods the pool handles itself; every other method is routed by its first argument, the connection id. */
-const OWN = new Set(['start', 'startAll', 'restart', 'stop', 'liveStatus', 'storageUnavailable', 'currentQr', 'profile', 'close', 'session']);
+const OWN = new Set(['start', 'startAll', 'restart', 'stop', 'liveStatus', 'storageUnavailable', 'currentQr', 'close', 'session']);
 
 interface Slot {
   index: number;
@@ -312,7 +312,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     assigned.set(connectionId, slot);
     slot.connections.add(connectionId);
     // As the in-process engine, which is `starting` as soon as start() returns; the thread reports the rest.
-    states.set(connectionId, { status: 'starting', reason: null, qr: undefined, profile: undefined });
+    states.set(connectionId, { status: 'starting', reason: null, qr: undefined });
     send(slot, { type: 'start', connectionId });
   }
 
@@ -364,10 +364,6 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     },
     storageUnavailable: () => local.storageUnavailable() || slots.some((s) => s.storageDown),
     currentQr: (connectionId) => (assigned.has(connectionId) ? states.get(connectionId)?.qr : undefined),
-    profile(connectionId): Profile | undefined {
-      const s = assigned.has(connectionId) ? states.get(connectionId) : undefined;
-      return s?.status === 'online' ? s.profile : undefined;
-    },
     async close() {
       closing = true;
       clearInterval(roomTimer);

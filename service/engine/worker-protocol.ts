@@ -4,7 +4,6 @@
  */
 import type { LoggedEvent } from '../db/events.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
-import type { Profile } from './types.ts';
 
 /** What a worker needs to build its own store and engine (EngineOptions without the functions). */
 export interface SessionWorkerData {
@@ -55,7 +54,6 @@ export interface SessionState {
   status: ConnectionStatus;
   reason: string | null;
   qr: string | undefined;
-  profile: Profile | undefined;
 }
 
 export type ToWorker =
