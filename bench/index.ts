@@ -30,6 +30,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   coldstart: () => import('./coldstart.ts'),
   groups: () => import('./groups.ts'),
   search: () => import('./search.ts'),
+  writers: () => import('./writers.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

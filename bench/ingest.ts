@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ingest [--contacts 10] [--messages 2000] [--senders 128] [--rounds 3] [--warmup 1000]`
+ * `npm run bench -- ingest [--contacts 10] [--messages 2000] [--senders 128] [--rounds 3] [--warmup 1000] [--connections 1]`
  *
  * Incoming throughput: `--contacts` sandbox phones send `--messages` texts (round robin) to one account, POSTed to
  * the sandbox admin API with `--senders` requests in flight (the sandbox group-commits them), measured at the
@@ -10,6 +10,9 @@
  *   - stored + webhook: the same with a webhook to a loopback consumer; also the last webhook receipt.
  * The sandbox runs as its own process (`switchboard sandbox`). Both receivers first get an unmeasured warm-up
  * burst of `--warmup` messages each (Signal sessions with every contact, JIT). Goal: stored throughput ≥ 0.8 × bare.
+ * `--connections K` (issue 16): K linked connections in the service receive at once, the burst spread round robin
+ * over them (no webhook case); their aggregate stored throughput is compared with the one bare client. Goal with
+ * K = 10 and sessions on threads (`SWITCHBOARD_WORKERS`): ≥ 1.6 × bare.
  */
 import { startConsumer } from '../test/integration/webhooks-consumer.ts';
 import type { BenchResult } from './index.ts';
@@ -29,11 +32,11 @@ import {
   type JsonClient,
 } from './lib.ts';
 
-async function burst(admin: JsonClient, contacts: string[], to: string, total: number, senders: number, label: string) {
+async function burst(admin: JsonClient, contacts: string[], to: string | string[], total: number, senders: number, label: string) {
   let accepted = 0;
   await pool(total, senders, async (i) => {
     const r = await admin('POST', `/accounts/${enc(contacts[i % contacts.length]!)}/messages`, {
-      to,
+      to: Array.isArray(to) ? to[i % to.length] : to,
       text: `${label} ${i}`,
     });
     if (r.status !== 201) throw new Error(`sandbox send: ${r.status} ${JSON.stringify(r.body)}`);
@@ -49,14 +52,16 @@ export async function run(args: string[]): Promise<BenchResult> {
   const rounds = flag(args, 'rounds', 3);
   // 200 left the first measured round of both receivers ~35 % slower than the later ones (JIT still warming up).
   const warmup = flag(args, 'warmup', 1000);
+  const nConnections = flag(args, 'connections', 1);
   const timeoutMs = 120_000;
   const stack = await startStack();
   const consumer = await startConsumer({ record: false, onReceive: (r) => receipts.add(r.id) });
   const receipts = new Set<string>();
   try {
     const contacts = phones('200', nContacts);
-    const [bareReceiver, ourReceiver] = phones('900', 2) as [string, string];
-    await stack.createAccounts([...contacts, bareReceiver, ourReceiver]);
+    const [bareReceiver, ...ourReceivers] = phones('900', 1 + nConnections) as [string, ...string[]];
+    const ourReceiver = nConnections === 1 ? ourReceivers[0]! : ourReceivers;
+    await stack.createAccounts([...contacts, bareReceiver, ...ourReceivers]);
     const rootKey = (await stack.admin('GET', '/')).body.rootPublicKey as string;
 
     type Row = {
@@ -76,19 +81,22 @@ export async function run(args: string[]): Promise<BenchResult> {
 
     // Both receivers paired and warmed up (Signal sessions with every contact, JIT) before anything is measured.
     const bare = await spawnBareClient(stack.sandbox.wsUrl, rootKey, stack.sandbox.url, bareReceiver);
-    const id = await stack.pair(ourReceiver);
+    const ids: string[] = [];
+    for (const phone of ourReceivers) ids.push(await stack.pair(phone));
+    const id = ids[0]!;
     const frames = await watchMessages(stack.service.apiUrl, stack.token);
     const warm = Math.max(nContacts, warmup);
     await burst(stack.admin, contacts, bareReceiver, warm, senders, 'warmup');
-    await burst(stack.admin, contacts, ourReceiver, warm, senders, 'warmup');
+    const warmOurs = Math.max(warm, nContacts * nConnections);
+    await burst(stack.admin, contacts, ourReceiver, warmOurs, senders, 'warmup');
     await bare.reach(warm, 60_000);
-    await frames.reach(warm, 60_000);
+    await frames.reach(warmOurs, 120_000);
     await sleep(500);
 
     const measure = async (
       label: string,
       receiverPid: number,
-      to: string,
+      to: string | string[],
       seen: () => number,
       reach: (n: number, t: number) => Promise<number>,
     ) => {
@@ -130,7 +138,7 @@ export async function run(args: string[]): Promise<BenchResult> {
         sandboxCpu: m.sandboxCpu,
       });
       await sleep(500);
-      for (const withWebhook of [false, true]) {
+      for (const withWebhook of nConnections > 1 ? [false] : [false, true]) {
         let hookId: string | undefined;
         if (withWebhook) {
           const hook = await stack.api('POST', `/connections/${id}/webhooks`, {
@@ -159,7 +167,11 @@ export async function run(args: string[]): Promise<BenchResult> {
         }
         rows.push({
           round: r,
-          case: withWebhook ? 'Switchboard, stored, with 1 webhook' : 'Switchboard, stored (no webhook)',
+          case: withWebhook
+            ? 'Switchboard, stored, with 1 webhook'
+            : nConnections > 1
+              ? `Switchboard, ${nConnections} connections at once, stored (aggregate)`
+              : 'Switchboard, stored (no webhook)',
           messages: total,
           ...m,
           ...(webhookEnd !== undefined && {
@@ -194,7 +206,7 @@ export async function run(args: string[]): Promise<BenchResult> {
     const bare0 = summary[0]!;
     const ratio = (n: number) => round(n / bare0.perSec, 2);
     const markdown = [
-      `### Ingest: ${nContacts} sandbox contacts → 1 account, ${total} texts per burst, ${senders} admin sends in flight, ${rounds} alternating rounds (sandbox in its own process)`,
+      `### Ingest: ${nContacts} sandbox contacts → ${nConnections} account${nConnections > 1 ? 's' : ''}, ${total} texts per burst, ${senders} admin sends in flight, ${rounds} alternating rounds (sandbox in its own process)`,
       '',
       '| receiver | msg/s (median) | each round | vs bare | webhook msg/s | receiver CPU | CPU ms/msg | CPU efficiency vs bare |',
       '|---|---:|---|---:|---:|---:|---:|---:|',
@@ -212,6 +224,8 @@ export async function run(args: string[]): Promise<BenchResult> {
       markdown,
       data: {
         contacts: nContacts,
+        connections: nConnections,
+        workers: process.env.SWITCHBOARD_WORKERS ?? 'default',
         messages: total,
         senders,
         rounds,

@@ -19,15 +19,17 @@ import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
 import { MachineSettings } from './config/machine-settings.ts';
-import { ConfigError, DEFAULT_MIN_FREE_MB, type ConfigFlags, type ServiceConfig } from './config/service-config.ts';
+import { ConfigError, DEFAULT_MIN_FREE_MB, DEFAULT_WORKERS, type ConfigFlags, type ServiceConfig } from './config/service-config.ts';
 import type { Keychain } from './secrets/keychain.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { openStore } from './db/store.ts';
+import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
-import type { EngineOptions } from './engine/types.ts';
+import { createThreadEngine, type SessionThreads } from './engine/thread-engine.ts';
+import type { Engine, EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { EventLog } from './events/log.ts';
@@ -51,6 +53,8 @@ export interface RunningService {
    * shell's operator token comes from here. @throws after close()
    */
   issueLocalToken(userName: string, tokenName: string): string;
+  /** The session worker threads, when `config.workers` ≥ 1 (docs/scaling.md). */
+  sessionThreads?: SessionThreads;
   /**
    * Issues an API token for the machine's owner — the first local user of the data dir, who may change the machine's
    * settings (docs/settings.md) — creating the local user `operator` when there is none yet (the desktop app).
@@ -158,8 +162,14 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     assertFreeSpace(config.dataDir, minFreeMb);
     const disk = new DiskSpaceMonitor(config.dataDir, minFreeMb, logger.child({ component: 'storage' })).start();
     cleanups.push({ step: 'disk monitor', cleanup: () => disk.stop() });
+    // With session threads, every thread's store hands SQLite's write lock over through one shared lock (write-lock.ts).
+    const workers = config.workers ?? DEFAULT_WORKERS;
+    const writeLock = workers > 0 ? new SharedArrayBuffer(4) : undefined;
+    // Whether a session thread holding that lock has stopped (known once the pool exists; main's thread id is 0).
+    let threadGone = (_threadId: number): boolean => false;
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
+      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t)) }),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
@@ -223,7 +233,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       allowLanSetting: () => settings.allowLanWebhooks(),
       ...(opts.resolve && { resolve: opts.resolve }),
     });
-    const engine = createEngine({
+    const engineOptions: EngineOptions = {
       store,
       events,
       logger,
@@ -241,7 +251,23 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       storageHasRoom: () => disk.hasRoom(),
       ...(config.downloadStatusMedia && { downloadStatusMedia: true }),
       ...(config.onlineFallbackMs !== undefined && { onlineFallbackMs: config.onlineFallbackMs }),
-    });
+    };
+    const threaded =
+      writeLock
+        ? createThreadEngine({
+            ...engineOptions,
+            workers,
+            writeLock,
+            dataDir: config.dataDir,
+            outboundFlags: { allowLoopbackWebhooks: config.sandbox },
+            allowLanWebhooks: () => settings.allowLanWebhooks(),
+            onOutbox: () => outbox.wake(),
+            ...(opts.resolve && { resolve: opts.resolve }),
+          })
+        : undefined;
+    const engine: Engine = threaded ?? createEngine(engineOptions);
+    if (threaded) threadGone = (t) => threaded.threads.isGone(t);
+    if (threaded) logger.info({ workers }, 'sessions run on worker threads');
     cleanups.push({ step: 'sessions', cleanup: () => engine.close() });
 
     const dispatcher = new WebhookDispatcher({
@@ -310,6 +336,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // Media URLs name the address clients use: --public-url, else the one printed on the API: line.
     if (!config.publicUrl) store.mediaUrls.setBase(apiUrl);
     policy.ownPort = port;
+    threaded?.threads.configure({ ownPort: port, mediaBase: store.mediaUrls.base });
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
     dispatcher.start();
@@ -328,6 +355,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       apiUrl,
       publicUrl: store.mediaUrls.base,
       ...(sandboxUrl && { sandboxUrl }),
+      ...(threaded && { sessionThreads: threaded.threads }),
       issueLocalToken: (userName, tokenName) =>
         store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
       issueOwnerToken: (tokenName) =>

@@ -65,6 +65,11 @@ export interface ServiceConfig {
    * storage wait for it before reconnecting; below twice it the log and the console warn. Absent: 100.
    */
   minFreeMb?: number;
+  /**
+   * Session worker threads (`--workers`, docs/scaling.md): 0 = the sessions run on the main thread; N ≥ 1 = a
+   * pool of N threads. Absent: DEFAULT_WORKERS.
+   */
+  workers?: number;
   /** Open WebSocket event streams per user (0 = no cap); absent: 20. */
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
@@ -148,6 +153,7 @@ export interface ConfigFlags {
   allowedOrigins?: string;
   minFreeMb?: string;
   maxStreamsPerUser?: string;
+  workers?: string;
   maxLargeUploadsPerUser?: string;
   publicUrl?: string;
 }
@@ -336,6 +342,21 @@ function parseName(s: Setting | undefined, fallback: string): string {
   return s.value;
 }
 
+/**
+ * Session worker threads when `--workers` is not given: 0, the sessions on the main thread. (Issue 16 makes the
+ * default the machine's available parallelism once thread mode is measured not to cost more than it gains;
+ * docs/scaling.md.)
+ */
+export const DEFAULT_WORKERS = 0;
+/** More threads than this gain nothing on any machine this runs on and cost ~70 MB each. */
+const MAX_WORKERS = 256;
+
+function parseWorkers(s: Setting): number {
+  const n = parseCount(s, DEFAULT_WORKERS);
+  if (n > MAX_WORKERS) throw invalid(s, `expected 0-${MAX_WORKERS}`);
+  return n;
+}
+
 function parseCount(s: Setting | undefined, fallback: number): number {
   if (!s) return fallback;
   if (!/^\d{1,9}$/.test(s.value)) throw invalid(s, 'expected a whole number');
@@ -484,6 +505,7 @@ export function resolveServiceConfig(
     );
   }
   const publicUrl = parsePublicUrl(setting(src, 'publicUrl'));
+  const workers = setting(src, 'workers');
   return {
     host: setting(src, 'host')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(src, 'port'), DEFAULT_PORT),
@@ -497,6 +519,7 @@ export function resolveServiceConfig(
     workerId: parseName(setting(src, 'workerId'), 'local'),
     typingDelayMs: parseDelayRange(setting(src, 'typingDelayMs')),
     minFreeMb: parseCount(setting(src, 'minFreeMb'), DEFAULT_MIN_FREE_MB),
+    ...(workers && { workers: parseWorkers(workers) }),
     ...(publicUrl && { publicUrl }),
     ...webhookSettings(src),
     ...messageSettings(src),

@@ -193,6 +193,18 @@ export const SETTINGS = [
       'for it; below twice it the log and the console warn.',
     group: 'service',
   },
+  {
+    name: 'workers',
+    flag: 'workers',
+    env: 'SWITCHBOARD_WORKERS',
+    kind: 'integer',
+    arg: 'N',
+    default: '0',
+    description:
+      'Session worker threads: N >= 1 runs the WhatsApp sessions on a pool of N threads while HTTP, the event stream ' +
+      'and webhooks stay on the main thread; 0 keeps them on the main thread (docs/scaling.md).',
+    group: 'service',
+  },
   // Messages
   {
     name: 'typingDelayMs',

@@ -126,8 +126,13 @@ const preparedByDb = new WeakMap<Db, { run: (f: () => unknown) => unknown; norma
 function prepared(db: Db) {
   let s = preparedByDb.get(db);
   if (!s) {
+    // IMMEDIATE: with several connections on the file (`serve --workers N`, docs/scaling.md) a deferred
+    // transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT when another connection committed in
+    // between; taking the write lock at BEGIN makes it wait for the lock (busy_timeout) instead.
+    // (Nested calls are savepoints either way.)
+    const tx = db.transaction((f: () => unknown) => f());
     s = {
-      run: db.transaction((f: () => unknown) => f()),
+      run: (f: () => unknown) => tx.immediate(f),
       normal: db.prepare('PRAGMA synchronous = NORMAL'),
       full: db.prepare('PRAGMA synchronous = FULL'),
     };

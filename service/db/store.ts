@@ -66,6 +66,12 @@ export interface StoreOptions {
    * the checkpoint worker (checkpointer.ts) cannot keep up, or is not running.
    */
   walLimitBytes?: number;
+  /**
+   * Taken right before each `BEGIN IMMEDIATE` of this store and given back right after its `COMMIT`/`ROLLBACK`,
+   * when several threads of the process write the file (write-lock.ts; `serve --workers N`). Absent: SQLite's
+   * busy handler alone orders the writers.
+   */
+  writeLock?: { acquire(): void; release(): void };
 }
 
 /** Opens `<dataDir>/switchboard.db` (see openDatabase for errors). */
@@ -152,6 +158,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const onSyncError =
     opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
   const walLimitBytes = opts.walLimitBytes ?? 256 * 1024 * 1024;
+  const writeLock = opts.writeLock;
   /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
   // A WAL that cannot be synced even on the retry: what waited for those commits (receipts) must not leave either.
   const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError, (err) => commitFailed(err));
@@ -164,6 +171,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     try {
       while (beforeBatchCommit.length > 0) beforeBatchCommit.shift()!();
       db.exec('COMMIT');
+      writeLock?.release();
     } catch (err) {
       // Deferred writes that did not run yet are dropped with the batch, like the ones it rolled back: their owners
       // (the sessions' Signal key stores) are discarded with the sockets the sessions close now (commitFailed), and
@@ -175,6 +183,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       } catch {
         // SQLite rolls back by itself when it cannot; the batch is gone either way.
       }
+      writeLock?.release();
       rollBackTo(batchMarks);
       afterBatch.length = 0; // held frames are dropped with the socket the sessions now close (commitFailed)
       commitFailed(err);
@@ -220,11 +229,19 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    */
   function tx<T>(fn: () => T): T {
     if (depth === 0) commitBatch();
+    // The outermost transaction takes the threads' write lock (given back right after its commit, before anything
+    // it announces runs); inside a transaction opened on `db` directly, it joins that one.
+    let locked = depth === 0 && writeLock !== undefined && !db.inTransaction;
+    if (locked) writeLock!.acquire();
     const mark = markUncommitted();
     depth++;
     try {
       const result = inTransaction(db, fn);
       depth--;
+      if (locked) {
+        locked = false;
+        writeLock!.release();
+      }
       if (depth === 0) {
         walSync?.syncNow(); // usually free: a FULL commit that wrote has just synced the WAL
         committed();
@@ -233,6 +250,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       return result;
     } catch (err) {
       depth--;
+      if (locked) writeLock!.release();
       rollBackTo(mark);
       if (isStorageError(err)) commitFailed(err);
       throw err;
@@ -242,9 +260,11 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   function openBatch(): void {
     if (batchOpen) return;
     if (walSync) setSynchronous(db, 'NORMAL'); // durability comes from walSync's fsync (see above)
+    writeLock?.acquire();
     try {
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
+      writeLock?.release();
       if (walSync) setSynchronous(db, 'FULL');
       if (isStorageError(err)) commitFailed(err);
       throw err;

@@ -28,6 +28,11 @@ export interface AppendOptions {
 export class EventLog {
   readonly #store: Pick<Store, 'events' | 'atomic'>;
   readonly #bus = new EventBus();
+  /**
+   * Per user, the seq last published, once other connections to the database commit events too (session threads,
+   * `publishCommitted`); undefined while this log is the only writer (its commits are in seq order already).
+   */
+  #published: Map<string, number> | undefined;
   /** Events logged by the running transaction, published once it is on disk. */
   readonly #pending: Array<[userId: string, event: LoggedEvent]> = [];
   readonly #observers: AppendObserver[] = [];
@@ -35,7 +40,6 @@ export class EventLog {
   constructor(store: Pick<Store, 'events' | 'atomic' | 'observeTransactions'>) {
     this.#store = store;
     const pending = this.#pending;
-    const bus = this.#bus;
     const publication: TransactionObserver<number> = {
       mark: () => pending.length,
       rolledBack: (mark) => {
@@ -45,11 +49,40 @@ export class EventLog {
         if (pending.length === 0) return undefined;
         const events = pending.splice(0);
         return () => {
-          for (const [userId, event] of events) bus.publish(userId, event);
+          for (const [userId, event] of events) this.#publish(userId, event);
         };
       },
     };
     store.observeTransactions(publication);
+  }
+
+  /**
+   * Other connections to the same database commit events from now on (session threads, engine/thread-engine.ts;
+   * call before they start): each user's events — this log's own and `publishCommitted`'s — reach subscribers
+   * strictly in seq order. Writers commit one at a time, so seq order is commit order; an event whose predecessors
+   * have not arrived yet is preceded by them, read from the log (committed before it, and on disk since the same
+   * WAL's fsync covered it), and their late copies are dropped.
+   * @param lastSeqs each existing user's last seq now (users created later start at 0).
+   */
+  orderAcrossWriters(lastSeqs: Map<string, number>): void {
+    this.#published = lastSeqs;
+  }
+
+  /** Publishes an event another connection committed, once that commit is on disk (see orderAcrossWriters). */
+  publishCommitted(userId: string, event: LoggedEvent): void {
+    this.#publish(userId, event);
+  }
+
+  #publish(userId: string, event: LoggedEvent): void {
+    const published = this.#published;
+    if (!published) return this.#bus.publish(userId, event);
+    const last = published.get(userId) ?? 0;
+    if (event.seq <= last) return;
+    if (event.seq > last + 1) {
+      for (const missed of this.#store.events.after(userId, last, event.seq - last - 1)) this.#bus.publish(userId, missed);
+    }
+    published.set(userId, event.seq);
+    this.#bus.publish(userId, event);
   }
 
   /**

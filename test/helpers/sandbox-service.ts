@@ -83,6 +83,8 @@ export async function startSandboxService(opts: SandboxServiceOptions = {}): Pro
     workerId: 'local',
     typingDelayMs: typingDelayMs ?? { min: 0, max: 0 },
     ...(allowLan && { allowLanWebhooks: true }),
+    // SWITCHBOARD_WORKERS=N runs these tests with the sessions on N worker threads, as `serve` does with it.
+    ...(process.env.SWITCHBOARD_WORKERS && { workers: Number(process.env.SWITCHBOARD_WORKERS) }),
     ...configOverrides,
   };
   const service = await startService(config, startOptions);

@@ -127,6 +127,16 @@ describe('resolveServiceConfig', () => {
     );
   });
 
+  it('reads the session worker threads from the flag or env (0-256); absent by default (the sessions on the main thread)', () => {
+    expect(resolveServiceConfig({}, {}, linux).workers).toBeUndefined();
+    expect(resolveServiceConfig({ workers: '4' }, {}, linux).workers).toBe(4);
+    expect(resolveServiceConfig({}, { SWITCHBOARD_WORKERS: '0' }, linux).workers).toBe(0);
+    expect(() => resolveServiceConfig({ workers: '999' }, {}, linux)).toThrow('invalid --workers value "999": expected 0-256');
+    expect(() => resolveServiceConfig({}, { SWITCHBOARD_WORKERS: 'many' }, linux)).toThrow(
+      'invalid SWITCHBOARD_WORKERS value "many": expected a whole number',
+    );
+  });
+
   it('keeps sandbox data apart unless a data dir is given, which is used as given', () => {
     expect(resolveServiceConfig({ sandbox: true }, {}, linux).dataDir).toBe(
       '/home/ann/.local/share/switchboard/sandbox',
