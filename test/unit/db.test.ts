@@ -232,15 +232,19 @@ describe('store', () => {
     const published: string[] = [];
     store.bus.subscribe(userId, (e) => published.push(e.event));
     let durable = false;
+    expect(store.isDurable()).toBe(true);
     store.ingest(() => store.appendEvent(userId, connectionId, 'batched', {}));
+    expect(store.isDurable()).toBe(false); // a batch is open
     store.whenDurable(() => (durable = true));
     const synced = store.durable(); // commits the batch now; the fsync runs on the thread pool
     expect(store.db.inTransaction).toBe(false);
     expect(published).toEqual([]); // committed, not yet on disk: nothing announced
     expect(durable).toBe(false);
+    expect(store.isDurable()).toBe(false); // committed, its fsync still running
     await synced;
     expect(published).toEqual(['batched']);
     expect(durable).toBe(true);
+    expect(store.isDurable()).toBe(true);
     // A transaction right after a batch returns with both synced, the batch's events announced first.
     store.ingest(() => store.appendEvent(userId, connectionId, 'batched 2', {}));
     store.tx(() => store.appendEvent(userId, connectionId, 'tx', {}));
