@@ -171,10 +171,10 @@ export async function registerHardening(app: FastifyInstance, opts: HardeningOpt
     }
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (request.routeOptions.config.apiHeaders || isApiPath(request.url.split('?', 1)[0]!))
       reply.header('cache-control', 'no-store').header('content-security-policy', API_CSP);
-    return payload;
+    done(null, payload);
   });
 }
 
