@@ -15,7 +15,9 @@ import { issueToken } from '../service/auth/api-tokens.ts';
 import { EMPTY_CONTENT, encodeCursor, messageIdOf } from '../service/db/messages.ts';
 import { openStore } from '../service/db/store.ts';
 import { createEngine } from '../service/engine/engine.ts';
+import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
+import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
 
 const PAGE = 50;
@@ -77,10 +79,14 @@ export async function run(args: string[]): Promise<BenchResult> {
   }
   const insertMs = Date.now() - t0;
 
-  const engine = createEngine({ store, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
+  const events = new EventLog(store);
+  const outbox = new WebhookOutbox(store, events);
+  const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,
     engine,
+    events,
+    outbox,
     logger,
     workerId: 'bench',
     version: 'bench',

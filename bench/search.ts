@@ -18,7 +18,9 @@ import { issueToken } from '../service/auth/api-tokens.ts';
 import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
 import { openStore } from '../service/db/store.ts';
 import { createEngine } from '../service/engine/engine.ts';
+import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
+import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
 import { flag, percentile, round } from './lib.ts';
 
@@ -100,10 +102,14 @@ export async function run(args: string[]): Promise<BenchResult> {
   const dbBytes = fs.statSync(path.join(dataDir, 'switchboard.db')).size + (fs.existsSync(path.join(dataDir, 'switchboard.db-wal')) ? fs.statSync(path.join(dataDir, 'switchboard.db-wal')).size : 0);
   store.db.pragma('wal_checkpoint(TRUNCATE)');
 
-  const engine = createEngine({ store, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
+  const events = new EventLog(store);
+  const outbox = new WebhookOutbox(store, events);
+  const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,
     engine,
+    events,
+    outbox,
     logger,
     workerId: 'bench',
     version: 'bench',

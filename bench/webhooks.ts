@@ -14,7 +14,9 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { openStore } from '../service/db/store.ts';
+import { EventLog } from '../service/events/log.ts';
 import { WebhookDispatcher } from '../service/webhooks/dispatcher.ts';
+import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import { generateSigningSecret } from '../service/webhooks/signing.ts';
 import { OutboundPolicy } from '../service/net/outbound.ts';
 import { runCli, startSandboxProcess, startServe } from '../test/helpers/service-process.ts';
@@ -35,6 +37,8 @@ function percentile(sorted: number[], p: number): number {
 async function capacity(webhooks: number, totalDeliveries: number) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
   const store = openStore(dir);
+  const log = new EventLog(store);
+  const outbox = new WebhookOutbox(store, log);
   let received = 0;
   let done: () => void = () => undefined;
   const finished = new Promise<void>((r) => (done = r));
@@ -50,13 +54,14 @@ async function capacity(webhooks: number, totalDeliveries: number) {
     for (let done = 0; done < events; ) {
       const n = Math.min(500, events - done);
       store.tx(() => {
-        for (let i = 0; i < n; i++) store.appendEvent(user.id, conn.id, 'message', { id: `m${done + i}`, from: '15550101@s.whatsapp.net', body: `bench ${done + i}`, timestamp: 0, hasMedia: false });
+        for (let i = 0; i < n; i++) log.append(user.id, conn.id, 'message', { id: `m${done + i}`, from: '15550101@s.whatsapp.net', body: `bench ${done + i}`, timestamp: 0, hasMedia: false });
       });
       done += n;
     }
     const appendMs = performance.now() - appendStart;
     const dispatcher = new WebhookDispatcher({
       store,
+      outbox,
       logger: pino({ level: 'warn' }),
       policy: new OutboundPolicy({ allowLan: true }),
     });

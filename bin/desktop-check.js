@@ -14,7 +14,7 @@ const pathFile = path.join(dir, 'path.txt');
 const binary = fs.existsSync(pathFile) ? path.join(process.env.ELECTRON_OVERRIDE_DIST_PATH ?? path.join(dir, 'dist'), fs.readFileSync(pathFile, 'utf8').trim()) : undefined;
 if (!binary || !fs.existsSync(binary)) {
   process.stderr.write(
-    'switchboard: the Electron binary is not installed; run `node node_modules/electron/install.js` once (needs internet), then `npx electron-builder install-app-deps` (see docs/desktop.md)\n',
+    'switchboard: the Electron binary is not installed; run `node node_modules/electron/install.js` once (needs internet), then `npx electron-builder@26.17.0 install-app-deps` (see docs/desktop.md)\n',
   );
   process.exit(1);
 }

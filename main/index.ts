@@ -5,14 +5,17 @@
  * notice); creates or reads the operator token (OS keychain via SecretStore); opens one hardened window on the
  * console the service serves at `http://127.0.0.1:PORT/`; closing the window hides it (sessions stay online) and
  * only the tray's or the menu's Quit stops the service. Updates through electron-updater (generic provider,
- * packaged builds only). Settings come from the same env variables as `switchboard serve` (SWITCHBOARD_SANDBOX=1,
- * SWITCHBOARD_DATA_DIR, …); the port defaults to 0 (a free one).
+ * packaged builds only). Settings come from the same places as `switchboard serve`'s (docs/settings.md): the
+ * `SWITCHBOARD_*` variables (SWITCHBOARD_SANDBOX=1, SWITCHBOARD_DATA_DIR, …), then the data dir's settings.json,
+ * which the console's Settings view edits; the API port defaults to 7575, with a free one (and a notice) when it is
+ * taken. A restart asked for in Settings starts the service afresh and reloads the window at its new origin.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   app,
   BrowserWindow,
+  dialog,
   ipcMain,
   Menu,
   nativeImage,
@@ -22,7 +25,7 @@ import {
   utilityProcess,
   type IpcMainInvokeEvent,
 } from 'electron';
-import { clearSandboxOnlyVariables, resolveServiceConfig } from '../service/config/service-config.ts';
+import { clearSandboxOnlyVariables, resolveDataDir, resolveSandboxMode } from '../service/config/service-config.ts';
 import { openSecretStore, type SecretStore } from '../service/secrets/secret-store.ts';
 import { VERSION } from '../service/config/version.ts';
 import { ensureOperatorToken } from './operator-token.ts';
@@ -67,6 +70,8 @@ if (!app.requestSingleInstanceLock()) {
   app.on('web-contents-created', (_e, contents) => hardenWebContents(contents, () => serviceOrigin()));
   void app.whenReady().then(boot).catch((err: unknown) => {
     console.error('Switchboard could not start:', err);
+    // A settings.json or keychain problem names the file and key: show it, since there is no window yet.
+    dialog.showErrorBox('Switchboard could not start', err instanceof Error ? err.message : String(err));
     app.exit(1);
   });
 }
@@ -92,20 +97,27 @@ function forkServiceHost(env: Record<string, string>): HostProcess {
 
 function noticeToWindow(notice: SupervisorNotice): void {
   if (notice.kind === 'crashed') console.error(`Switchboard: the service process exited (code ${notice.code}); restarting it`);
+  if (notice.kind === 'restarted' && desktopConfig && notice.apiUrl !== desktopConfig.apiUrl) {
+    // A restart from Settings may move the API to another port: follow it (IPC and navigation checks read the origin).
+    desktopConfig = { ...desktopConfig, apiUrl: notice.apiUrl };
+    void win?.loadURL(`${serviceOrigin()}/`);
+    return;
+  }
   win?.webContents.send('switchboard:service-notice', notice);
 }
 
 async function boot(): Promise<void> {
-  const config = resolveServiceConfig({ port: process.env.SWITCHBOARD_PORT ?? '0' });
+  const sandbox = resolveSandboxMode({});
+  const dataDir = resolveDataDir({}, sandbox);
   const secrets: SecretStore = await openSecretStore({
-    dataDir: config.dataDir,
+    dataDir,
     onDegraded: (reason) => console.warn(`[secrets] degraded: ${reason}`),
   });
   const supervisor = new ServiceSupervisor({ fork: forkServiceHost, onNotice: noticeToWindow });
   service = supervisor;
   const apiUrl = await supervisor.start();
   const token = await ensureOperatorToken({ secrets, apiUrl, create: () => supervisor.issueOperatorToken() });
-  desktopConfig = { apiUrl, token, sandbox: config.sandbox, version: VERSION, secretsDegraded: secrets.degraded };
+  desktopConfig = { apiUrl, token, sandbox, version: VERSION, secretsDegraded: secrets.degraded };
 
   hardenSession(session.defaultSession);
   registerIpc();

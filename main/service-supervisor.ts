@@ -2,13 +2,16 @@
  * Keeps the service's process (main/service-host.ts) running for the desktop shell: starts it, waits for its
  * `ready` message, restarts it after an unexpected exit on the same API port (the window's origin stays valid),
  * with a growing delay (1 s, 2 s, 5 s, 10 s, then 30 s between attempts), and stops it cleanly on quit (a `stop`
- * message, then a kill after `stopTimeoutMs`). It does not import Electron: `fork` is Electron's
- * `utilityProcess.fork` in the app and `child_process.fork` in tests, behind the small `HostProcess` shape.
+ * message, then a kill after `stopTimeoutMs`). `restart()` — also what a `restart-request` from the service
+ * (`POST /api/settings/restart`) does — stops it cleanly and starts it afresh so saved settings apply, on the
+ * newly configured port. It does not import Electron: `fork` is Electron's `utilityProcess.fork` in the app and
+ * `child_process.fork` in tests, behind the small `HostProcess` shape.
  *
  * Notices (`onNotice`) tell the window what happened: `crashed` (with the exit code) as soon as the process is
- * gone, `restarted` when the new one answers, `failed` when a start fails (the supervisor keeps retrying).
+ * gone, `restarted` when the new one answers (with its API URL, which a settings restart may have changed),
+ * `failed` when a start fails (the supervisor keeps retrying).
  */
-import type { HostToMain, MainToHost } from './service-host.ts';
+import { PINNED_PORT_VARIABLE, type HostToMain, type MainToHost } from './service-host.ts';
 
 /** What the supervisor needs of a started service process. */
 export interface HostProcess {
@@ -46,6 +49,9 @@ export class ServiceSupervisor {
   #restartTimer: NodeJS.Timeout | undefined;
   #nextRequestId = 1;
   #pending = new Map<number, { resolve: (token: string) => void; reject: (err: Error) => void }>();
+  /** Processes stopped on purpose (a restart): their exit is not a crash. */
+  #expectedExits = new WeakSet<HostProcess>();
+  #restarting: Promise<string> | undefined;
 
   constructor(opts: SupervisorOptions) {
     this.#opts = {
@@ -76,12 +82,42 @@ export class ServiceSupervisor {
     });
   }
 
+  /**
+   * Stops the service process cleanly and starts it afresh (not pinned to the old port), so saved settings apply;
+   * resolves with the new API URL and sends the `restarted` notice. A second call while one runs joins it.
+   * @throws Error when the new process cannot start (the `failed` notice; the supervisor keeps retrying)
+   */
+  restart(): Promise<string> {
+    if (this.#stopped) return Promise.reject(new Error('the supervisor is stopped'));
+    this.#restarting ??= (async () => {
+      clearTimeout(this.#restartTimer);
+      await this.#stopChild();
+      this.#apiUrl = undefined; // the saved port, not the old one
+      try {
+        const apiUrl = await this.#launch(true);
+        this.#opts.onNotice?.({ kind: 'restarted', apiUrl });
+        return apiUrl;
+      } catch (err) {
+        this.#opts.onNotice?.({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
+        throw err;
+      }
+    })().finally(() => {
+      this.#restarting = undefined;
+    });
+    return this.#restarting;
+  }
+
   /** Stops the service process: a clean shutdown, or a kill after `stopTimeoutMs`. Safe to call twice. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#restartTimer);
+    await this.#stopChild();
+  }
+
+  async #stopChild(): Promise<void> {
     const child = this.#child;
     if (!child) return;
+    this.#expectedExits.add(child);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         child.kill();
@@ -98,7 +134,7 @@ export class ServiceSupervisor {
 
   #launch(isRestart: boolean): Promise<string> {
     const port = this.#apiUrl ? new URL(this.#apiUrl).port : undefined;
-    const child = this.#opts.fork(port ? { SWITCHBOARD_PORT: port } : {});
+    const child = this.#opts.fork(port ? { [PINNED_PORT_VARIABLE]: port } : {});
     this.#child = child;
     return new Promise<string>((resolve, reject) => {
       let ready = false;
@@ -110,6 +146,8 @@ export class ServiceSupervisor {
           resolve(message.apiUrl);
         } else if (message.type === 'fatal') {
           reject(new Error(message.message));
+        } else if (message.type === 'restart-request') {
+          void this.restart().catch(() => undefined); // reported through the `failed` notice
         } else if (message.type === 'token') {
           const waiter = this.#pending.get(message.requestId);
           this.#pending.delete(message.requestId);
@@ -122,7 +160,7 @@ export class ServiceSupervisor {
         for (const waiter of this.#pending.values()) waiter.reject(new Error('the service process exited'));
         this.#pending.clear();
         if (!ready) reject(new Error(`the service process exited with code ${code} before it was ready`));
-        if (this.#stopped) return;
+        if (this.#stopped || this.#expectedExits.has(child)) return;
         if (ready) {
           this.#opts.onNotice?.({ kind: 'crashed', code });
           this.#scheduleRestart();

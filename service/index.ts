@@ -18,7 +18,9 @@ import { installConsoleFilter, setConsoleFilterLogger } from './config/console-f
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
 import { assertFreeSpace, DiskSpaceMonitor } from './config/disk-space.ts';
-import { ConfigError, DEFAULT_MIN_FREE_MB, type ServiceConfig } from './config/service-config.ts';
+import { MachineSettings } from './config/machine-settings.ts';
+import { ConfigError, DEFAULT_MIN_FREE_MB, type ConfigFlags, type ServiceConfig } from './config/service-config.ts';
+import type { Keychain } from './secrets/keychain.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
@@ -28,8 +30,10 @@ import { createEngine } from './engine/engine.ts';
 import type { EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
+import { EventLog } from './events/log.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { WebhookOutbox } from './webhooks/outbox.ts';
 import { OutboundPolicy, type Resolver } from './net/outbound.ts';
 
 /** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
@@ -47,6 +51,13 @@ export interface RunningService {
    * shell's operator token comes from here. @throws after close()
    */
   issueLocalToken(userName: string, tokenName: string): string;
+  /**
+   * Issues an API token for the machine's owner — the first local user of the data dir, who may change the machine's
+   * settings (docs/settings.md) — creating the local user `operator` when there is none yet (the desktop app).
+   */
+  issueOwnerToken(tokenName: string): string;
+  /** Set when the configured port was taken and the API listens on another one (StartOptions.portFallback). */
+  portFallback?: PortFallback;
   /** Stops everything; safe to call more than once. */
   close(): Promise<void>;
 }
@@ -64,6 +75,29 @@ export interface StartOptions {
   resolve?: Resolver;
   /** How long a connection attempt may take, in ms (20 000; tests shorten it). */
   connectTimeoutMs?: number;
+  /**
+   * The flags and environment `config` was resolved from (`serve`, the desktop's service process): the settings API
+   * reports what they set and checks changes the way the next start will. Absent (embedding, tests): none.
+   */
+  settingsSources?: { flags: ConfigFlags; env: NodeJS.ProcessEnv };
+  /** When the configured port is taken, listen on a free one instead and say so (the desktop app); default off. */
+  portFallback?: boolean;
+  /**
+   * Listen on this port instead of the configured one, without fallback: the desktop supervisor keeps a restarted
+   * service on the port its window uses. The settings API then counts a different saved port as waiting for a restart.
+   */
+  pinnedPort?: number;
+  /** Restarts this service so saved settings apply (the desktop supervisor); `POST /api/settings/restart` calls it. */
+  restart?: () => void;
+  /** Opens the OS keychain for the Stripe key the settings store; null: none. Default: the OS keychain. */
+  openKeychain?: (() => Promise<Keychain>) | null;
+}
+
+/** The configured port was taken: where the API listens instead, and the sentence shown to the operator. */
+export interface PortFallback {
+  requested: number;
+  port: number;
+  message: string;
 }
 
 /** `http://host:port`, with brackets around IPv6 hosts. */
@@ -129,6 +163,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
+    // The event log (seq, publication after commit) and the webhook outbox that writes a row per subscribed webhook
+    // in each event's transaction.
+    const events = new EventLog(store);
+    const outbox = new WebhookOutbox(store, events);
     // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
     // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
     const loose = repairPrivateModes(config.dataDir);
@@ -165,16 +203,29 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       waCaCertPem = trust.caCertPem;
     }
 
+    // The machine's settings as the console edits them (settings.json, the keychain); the LAN switch applies live.
+    const sources = opts.settingsSources ?? { flags: {}, env: {} };
+    const settings = new MachineSettings({
+      dataDir: config.dataDir,
+      flags: sources.flags,
+      env: sources.env,
+      allowLanWebhooks: config.allowLanWebhooks === true,
+      ...(opts.pinnedPort !== undefined && { runningPort: opts.pinnedPort }),
+      ...(opts.openKeychain !== undefined && { openKeychain: opts.openKeychain }),
+      ...(opts.restart && { restart: opts.restart }),
+    });
+
     // One outbound URL policy for webhooks and send-* `url` fetches (net/outbound.ts).
     const policy = new OutboundPolicy({
-      allowLan: config.allowLanWebhooks === true,
+      allowLan: false,
       // Sandbox mode is a test mode: webhook receivers on this machine need no switch (send-* url stays strict).
       allowLoopbackWebhooks: config.sandbox,
-      allowLanSetting: () => store.webhooks.allowLanSetting(),
+      allowLanSetting: () => settings.allowLanWebhooks(),
       ...(opts.resolve && { resolve: opts.resolve }),
     });
     const engine = createEngine({
       store,
+      events,
       logger,
       workerId: config.workerId,
       mediaDir,
@@ -195,6 +246,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     const dispatcher = new WebhookDispatcher({
       store,
+      outbox,
       logger: logger.child({ component: 'webhooks' }),
       policy,
       userAgent: `Switchboard-Webhooks/${VERSION}`,
@@ -214,6 +266,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     const app = await buildApp({
       store,
       engine,
+      events,
+      outbox,
       logger,
       workerId: config.workerId,
       version: VERSION,
@@ -221,7 +275,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       startedAt: Date.now(),
       storage: () => (engine.storageUnavailable() ? 'unavailable' : disk.low ? 'low' : 'ok'),
       billing,
-      webhooks: { policy, wake: () => dispatcher.wake(), deleted: (id) => dispatcher.deleted(id) },
+      webhookPolicy: policy,
+      settings,
+      portFallback: () => portFallback,
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...publicAccess(config),
@@ -231,7 +287,23 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       },
     });
     cleanups.push({ step: 'api', cleanup: () => app.close() });
-    await app.listen({ host: config.host, port: config.port });
+    let portFallback: PortFallback | undefined;
+    try {
+      await app.listen({ host: config.host, port: opts.pinnedPort ?? config.port });
+    } catch (err) {
+      const fallback = opts.portFallback && opts.pinnedPort === undefined && config.port !== 0;
+      if (!fallback || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      await app.listen({ host: config.host, port: 0 });
+      const actual = (app.server.address() as AddressInfo).port;
+      portFallback = {
+        requested: config.port,
+        port: actual,
+        message:
+          `Port ${config.port} is in use by another program, so the API listens on port ${actual} for now. ` +
+          `Free port ${config.port}, or choose another port in Settings, then restart.`,
+      };
+      logger.warn({ requestedPort: config.port, port: actual }, portFallback.message);
+    }
     const { port } = app.server.address() as AddressInfo;
     consoleOrigin = httpOrigin(config.host, port);
     const apiUrl = consoleOrigin + API_PREFIX;
@@ -258,6 +330,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(sandboxUrl && { sandboxUrl }),
       issueLocalToken: (userName, tokenName) =>
         store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
+      issueOwnerToken: (tokenName) =>
+        store.tx(() => issueToken(store.tokens, (store.users.owner() ?? store.users.ensure('operator')).id, tokenName).token),
+      ...(portFallback && { portFallback }),
       close: () => (closing ??= closeStarted()),
     };
   } catch (err) {

@@ -1,9 +1,10 @@
 /**
  * Routes the event stream into the stores: connection statuses, new messages (chat list + open thread), acks,
- * reactions and edits; every frame also goes to the event monitor.
+ * reactions and edits, incoming calls (a notification with Reject); every frame also goes to the event monitor.
  */
 import type { ApiClient } from './api/client.ts';
 import { EventSocket } from './api/event-socket.ts';
+import { endCall, showIncomingCall } from './calls.tsx';
 import type { ConnectionStatus, EventFrame, MediaInfo, Message } from './api/types.ts';
 import { useChats } from './stores/chats.ts';
 import { useConnections } from './stores/connections.ts';
@@ -98,6 +99,12 @@ export function handleFrame(frame: EventFrame, client: ApiClient): void {
       if (chatId && thread.connectionId === frame.connectionId && thread.chatId === chatId) thread.setTyping(presence === 'composing' || presence === 'recording');
       return;
     }
+    case 'call.received':
+      showIncomingCall(client, frame.connectionId, p);
+      return;
+    case 'call.ended':
+      endCall(frame.connectionId, p);
+      return;
     case 'message.edited': {
       const id = str(p.id) ?? str(p.messageId);
       const text = str(p.body) ?? str(p.text);

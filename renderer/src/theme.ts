@@ -1,4 +1,4 @@
-import { createTheme, defaultVariantColorsResolver, parseThemeColor, type VariantColorsResolver } from '@mantine/core';
+import { createTheme, defaultVariantColorsResolver, Drawer, Modal, parseThemeColor, type VariantColorsResolver } from '@mantine/core';
 
 /**
  * Light-variant controls (badges, active nav links, light buttons) in the light scheme: the palest tint as
@@ -7,10 +7,13 @@ import { createTheme, defaultVariantColorsResolver, parseThemeColor, type Varian
  */
 const variantColorResolver: VariantColorsResolver = (input) => {
   const colors = defaultVariantColorsResolver(input);
-  if (input.variant !== 'light') return colors;
+  if (input.variant !== 'light' && input.variant !== 'filled') return colors;
   const parsed = parseThemeColor({ color: input.color ?? input.theme.primaryColor, theme: input.theme });
   if (!parsed.isThemeColor) return colors;
   const c = parsed.color;
+  // Filled controls hovered (a nav link under the pointer): darker than the darkest shade, not the lighter shade 8
+  // Mantine would take (white on teal 8 is 3.9:1).
+  if (input.variant === 'filled') return c === 'teal' ? { ...colors, hover: `color-mix(in srgb, var(--mantine-color-${c}-9), black 20%)` } : colors;
   return {
     ...colors,
     background: `light-dark(var(--mantine-color-${c}-0), var(--mantine-color-${c}-light))`,
@@ -30,4 +33,9 @@ export const theme = createTheme({
   variantColorResolver,
   defaultRadius: 'md',
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+  components: {
+    // The close button of every dialog is an icon: give it a name.
+    Modal: Modal.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+    Drawer: Drawer.extend({ defaultProps: { closeButtonProps: { 'aria-label': 'Close' } } }),
+  },
 });

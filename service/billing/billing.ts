@@ -19,10 +19,10 @@ import {
   type CheckoutSession,
   type ProviderKind,
 } from './provider.ts';
-import type { BillingConfig } from './settings.ts';
+import type { BillingConfig } from '../config/billing-settings.ts';
 import { createStripeProvider } from './stripe-provider.ts';
 
-export { defaultBillingConfig, type BillingConfig } from './settings.ts';
+export { defaultBillingConfig, type BillingConfig } from '../config/billing-settings.ts';
 
 export type SlotChangeStatus = 'upgraded' | 'downgraded' | 'unchanged';
 

@@ -6,8 +6,9 @@
  * no downgrade below the active connections, one change at a time, enforcement on connection create) are
  * `billing.ts`'s, so every provider obeys them the same way.
  */
+import type { ProviderKind } from '../config/billing-settings.ts';
 
-export type ProviderKind = 'local' | 'stripe';
+export type { ProviderKind };
 
 /** What a provider knows about one user's slots. */
 export interface ProviderAccount {

@@ -24,7 +24,7 @@ import {
   type ProviderAccount,
   type ProviderSlotChange,
 } from './provider.ts';
-import { readSecret, type SecretSource } from './secret.ts';
+import { readSecret, type SecretSource } from '../secrets/secret.ts';
 
 export interface StripeProviderOptions {
   repo: BillingRepo;

@@ -2,7 +2,7 @@
  * Free space of the data dir (`fs.statfs`: blocks available to this user × block size), checked at start
  * (`--min-free-mb`, default 100 MiB: below it `serve` refuses to start) and every 15 s while running: below twice
  * the minimum the log warns once and `GET /api/` reports `storage: "low"`; the sessions wait for the minimum before
- * reconnecting after a failed commit (engine/session.ts).
+ * reconnecting after a failed commit (engine/session-lifecycle.ts).
  */
 import fs from 'node:fs';
 import type { Logger } from 'pino';

@@ -1,10 +1,17 @@
 /**
- * Resolves the service's settings from command-line flags, then `SWITCHBOARD_*` environment variables,
- * then defaults (flags win). Every value is checked here, so the rest of the service trusts its config.
+ * Resolves the service's settings: each one from its command-line flag, else its `SWITCHBOARD_*` environment
+ * variable, else the data dir's `settings.json`, else its default (flags > env > file > default). Which flag,
+ * variable and file key belong to a setting is declared once, in config/settings-table.ts. Every value is checked
+ * here, so the rest of the service trusts its config; a bad value is a ConfigError naming where it came from.
  */
-import { Secret } from '../billing/secret.ts';
-import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from '../billing/settings.ts';
+import { Secret } from '../secrets/secret.ts';
+import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from './billing-settings.ts';
+import { ConfigError } from './config-error.ts';
 import { defaultDataDir, type PlatformInfo } from './data-dir.ts';
+import { fileValueText, readSettingsFile, type SettingsFileValues } from './settings-file.ts';
+import { allowedInFile, settingSpec, type SettingName } from './settings-table.ts';
+
+export { ConfigError };
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -145,10 +152,6 @@ export interface ConfigFlags {
   publicUrl?: string;
 }
 
-/** A flag or environment value that cannot be used; the CLI reports it as a usage error. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 7575;
@@ -157,16 +160,110 @@ export const DEFAULT_TYPING_DELAY_MS = { min: 800, max: 2500 };
 
 type Env = NodeJS.ProcessEnv;
 
+/** Where a setting's value comes from (`default`: none of the others). */
+export type SettingOrigin = 'flag' | 'env' | 'file' | 'default';
+
 interface Setting {
   value: string;
-  /** Where the value came from, for error messages: `--port` or `SWITCHBOARD_PORT`. */
+  /** Where the value came from, for error messages: `--port`, `SWITCHBOARD_PORT` or `settings.json "port"`. */
   source: string;
+  origin: Exclude<SettingOrigin, 'default'>;
 }
 
-function setting(flag: string | undefined, flagName: string, env: Env, envName: string): Setting | undefined {
-  if (flag !== undefined) return { value: flag, source: `--${flagName}` };
+/** What the values beyond flags and environment come from (all optional). */
+export interface SettingsInput {
+  /** The settings file's values; absent: read from `<dataDir>/settings.json`. */
+  file?: SettingsFileValues;
+  /** How a file value is named in error messages; default `settings.json "NAME"`. */
+  fileLabel?: (name: string) => string;
+  /** The Stripe secret key from the OS keychain (used when SWITCHBOARD_STRIPE_SECRET_KEY is not set). */
+  stripeSecretKey?: string;
+}
+
+/** Everything the lookup reads, in precedence order. */
+interface Sources {
+  flags: ConfigFlags;
+  env: Env;
+  file: SettingsFileValues;
+  fileLabel: (name: string) => string;
+  stripeSecretKey?: string;
+}
+
+const defaultFileLabel = (name: string) => `settings.json "${name}"`;
+
+function sourcesOf(flags: ConfigFlags, env: Env, input: SettingsInput = {}, file: SettingsFileValues = {}): Sources {
+  return {
+    flags,
+    env,
+    file: input.file ?? file,
+    fileLabel: input.fileLabel ?? defaultFileLabel,
+    ...(input.stripeSecretKey !== undefined && { stripeSecretKey: input.stripeSecretKey }),
+  };
+}
+
+/** The value of setting `name` by precedence: its flag, its environment variable, the settings file; else undefined. */
+function setting(src: Sources, name: SettingName): Setting | undefined {
+  const spec = settingSpec(name);
+  const flag = (src.flags as Record<string, string | boolean | undefined>)[name];
+  if (spec.flag && flag !== undefined && flag !== false) return { value: String(flag), source: `--${spec.flag}`, origin: 'flag' };
+  const fromEnv = src.env[spec.env];
+  if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: spec.env, origin: 'env' };
+  if (allowedInFile(spec) && Object.hasOwn(src.file, name)) {
+    const label = src.fileLabel(name);
+    return { value: fileValueText(spec, src.file[name], label), source: label, origin: 'file' };
+  }
+  return undefined;
+}
+
+/** Where setting `name` would be taken from with these flags, environment and file values. */
+export function settingOrigin(name: SettingName, flags: ConfigFlags, env: Env, file: SettingsFileValues): SettingOrigin {
+  return setting(sourcesOf(flags, env, { file }), name)?.origin ?? 'default';
+}
+
+/** The settings the console edits, as these sources set them (the desktop subset of the table), with their origins. */
+export interface DesktopSettingValues {
+  port: number;
+  allowLanWebhooks: boolean;
+  workerId: string;
+  billingProvider: 'local' | 'stripe';
+  stripePriceId: string | null;
+}
+
+/**
+ * The desktop-editable settings these flags, environment and file values give (defaults for the rest), and where
+ * each comes from. Values are parsed like resolveServiceConfig does. @throws ConfigError for unusable values
+ */
+export function desktopSettingValues(
+  flags: ConfigFlags,
+  env: Env,
+  file: SettingsFileValues,
+  fileLabel?: (name: string) => string,
+): { values: DesktopSettingValues; origins: Record<keyof DesktopSettingValues, SettingOrigin> } {
+  const src = sourcesOf(flags, env, { file, ...(fileLabel && { fileLabel }) });
+  const provider = setting(src, 'billingProvider');
+  const providerValue = provider?.value.toLowerCase() ?? (env.SWITCHBOARD_STRIPE_SECRET_KEY?.trim() ? 'stripe' : 'local');
+  if (providerValue !== 'local' && providerValue !== 'stripe') throw invalid(provider!, 'expected local or stripe');
+  const names = ['port', 'allowLanWebhooks', 'workerId', 'billingProvider', 'stripePriceId'] as const;
+  return {
+    values: {
+      port: parsePort(setting(src, 'port'), DEFAULT_PORT),
+      allowLanWebhooks: parseBool(setting(src, 'allowLanWebhooks')),
+      workerId: parseName(setting(src, 'workerId'), 'local'),
+      billingProvider: providerValue,
+      stripePriceId: setting(src, 'stripePriceId')?.value ?? null,
+    },
+    origins: Object.fromEntries(names.map((n) => [n, setting(src, n)?.origin ?? 'default'])) as Record<
+      keyof DesktopSettingValues,
+      SettingOrigin
+    >,
+  };
+}
+
+/** A value outside the table (the `sandbox` command's own port variable). */
+function plainSetting(flag: string | undefined, flagName: string, env: Env, envName: string): Setting | undefined {
+  if (flag !== undefined) return { value: flag, source: `--${flagName}`, origin: 'flag' };
   const fromEnv = env[envName];
-  return fromEnv !== undefined && fromEnv !== '' ? { value: fromEnv, source: envName } : undefined;
+  return fromEnv !== undefined && fromEnv !== '' ? { value: fromEnv, source: envName, origin: 'env' } : undefined;
 }
 
 function invalid(s: Setting, expected: string): ConfigError {
@@ -299,11 +396,11 @@ function parseHosts(s: Setting | undefined): string[] {
   });
 }
 
-function parseJwt(flags: ConfigFlags, env: Env): JwtSettings | undefined {
-  const issuer = setting(flags.jwtIssuer, 'jwt-issuer', env, 'SWITCHBOARD_JWT_ISSUER');
-  const audience = setting(flags.jwtAudience, 'jwt-audience', env, 'SWITCHBOARD_JWT_AUDIENCE');
-  const jwks = setting(flags.jwksUrl, 'jwks-url', env, 'SWITCHBOARD_JWKS_URL');
-  const algs = setting(flags.jwtAlgorithms, 'jwt-algorithms', env, 'SWITCHBOARD_JWT_ALGORITHMS');
+function parseJwt(src: Sources): JwtSettings | undefined {
+  const issuer = setting(src, 'jwtIssuer');
+  const audience = setting(src, 'jwtAudience');
+  const jwks = setting(src, 'jwksUrl');
+  const algs = setting(src, 'jwtAlgorithms');
   if (!issuer && !audience && !jwks) {
     if (algs) throw new ConfigError(`${algs.source} needs --jwt-issuer, --jwt-audience and --jwks-url`);
     return undefined;
@@ -353,55 +450,59 @@ export function resolveDataDir(
   env: Env = process.env,
   platform?: PlatformInfo,
 ): string {
-  const s = setting(flags.dataDir, 'data-dir', env, 'SWITCHBOARD_DATA_DIR');
+  const s = setting(sourcesOf(flags, env), 'dataDir');
   return s ? s.value : defaultDataDir(sandbox, platform);
 }
 
-/** Whether sandbox mode is on: `--sandbox` or `SWITCHBOARD_SANDBOX=1`. @throws ConfigError */
+/** Whether sandbox mode is on: `--sandbox` or `SWITCHBOARD_SANDBOX=1` (never the settings file). @throws ConfigError */
 export function resolveSandboxMode(flags: Pick<ConfigFlags, 'sandbox'>, env: Env = process.env): boolean {
-  return flags.sandbox === true || parseBool(setting(undefined, 'sandbox', env, 'SWITCHBOARD_SANDBOX'));
+  return parseBool(setting(sourcesOf(flags, env), 'sandbox'));
 }
 
 /**
- * Settings of `serve`. Env: SWITCHBOARD_HOST, _PORT, _DATA_DIR, _SANDBOX, _SANDBOX_PORT, _WA_URL, _WA_ROOT_KEY,
- * _LOG_LEVEL, _WORKER_ID, _TYPING_DELAY_MS, _PUBLIC_URL, ….
- * @throws ConfigError naming the flag or variable that holds an unusable value.
+ * Settings of `serve`: every row of config/settings-table.ts, each from its flag, environment variable, the
+ * settings file (`input.file`, else `<dataDir>/settings.json`) or its default.
+ * @throws ConfigError naming the flag, variable or file key that holds an unusable value.
  */
 export function resolveServiceConfig(
   flags: ConfigFlags,
   env: Env = process.env,
   platform?: PlatformInfo,
+  input: SettingsInput = {},
 ): ServiceConfig {
   const sandbox = resolveSandboxMode(flags, env);
-  const waUrl = parseWsUrl(setting(flags.waUrl, 'wa-url', env, 'SWITCHBOARD_WA_URL'));
-  const waRootPublicKey = parseRootKey(setting(flags.waRootKey, 'wa-root-key', env, 'SWITCHBOARD_WA_ROOT_KEY'));
+  const dataDir = resolveDataDir(flags, sandbox, env, platform);
+  const src = sourcesOf(flags, env, input, input.file ? undefined : readSettingsFile(dataDir));
+  const waUrlSetting = setting(src, 'waUrl');
+  const waUrl = parseWsUrl(waUrlSetting);
+  const waRootPublicKey = parseRootKey(setting(src, 'waRootKey'));
   if (waRootPublicKey && !waUrl) throw new ConfigError('--wa-root-key needs --wa-url (the server it belongs to)');
   // Live mode is sealed (DESIGN.md): only a sandbox may be reached at another address or with another trust anchor.
   if (!sandbox && waUrl) {
     throw new ConfigError(
-      `${setting(flags.waUrl, 'wa-url', env, 'SWITCHBOARD_WA_URL')!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
+      `${waUrlSetting!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
     );
   }
-  const publicUrl = parsePublicUrl(setting(flags.publicUrl, 'public-url', env, 'SWITCHBOARD_PUBLIC_URL'));
+  const publicUrl = parsePublicUrl(setting(src, 'publicUrl'));
   return {
-    host: setting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
-    port: parsePort(setting(flags.port, 'port', env, 'SWITCHBOARD_PORT'), DEFAULT_PORT),
-    dataDir: resolveDataDir(flags, sandbox, env, platform),
+    host: setting(src, 'host')?.value ?? DEFAULT_HOST,
+    port: parsePort(setting(src, 'port'), DEFAULT_PORT),
+    dataDir,
     sandbox,
-    sandboxPort: parsePort(setting(flags.sandboxPort, 'sandbox-port', env, 'SWITCHBOARD_SANDBOX_PORT'), 0),
+    sandboxPort: parsePort(setting(src, 'sandboxPort'), 0),
     ...(waUrl && { waUrl }),
     ...(waRootPublicKey && { waRootPublicKey }),
-    logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
-    logFormat: parseLogFormat(setting(flags.logFormat, 'log-format', env, 'SWITCHBOARD_LOG_FORMAT')),
-    workerId: parseName(setting(flags.workerId, 'worker-id', env, 'SWITCHBOARD_WORKER_ID'), 'local'),
-    typingDelayMs: parseDelayRange(setting(flags.typingDelayMs, 'typing-delay-ms', env, 'SWITCHBOARD_TYPING_DELAY_MS')),
-    minFreeMb: parseCount(setting(flags.minFreeMb, 'min-free-mb', env, 'SWITCHBOARD_MIN_FREE_MB'), DEFAULT_MIN_FREE_MB),
+    logLevel: parseLogLevel(setting(src, 'logLevel')),
+    logFormat: parseLogFormat(setting(src, 'logFormat')),
+    workerId: parseName(setting(src, 'workerId'), 'local'),
+    typingDelayMs: parseDelayRange(setting(src, 'typingDelayMs')),
+    minFreeMb: parseCount(setting(src, 'minFreeMb'), DEFAULT_MIN_FREE_MB),
     ...(publicUrl && { publicUrl }),
-    ...webhookSettings(flags, env),
-    ...messageSettings(flags, env),
-    ...security(flags, env),
-    ...userCaps(flags, env),
-    ...billingSettings(flags, env),
+    ...webhookSettings(src),
+    ...messageSettings(src),
+    ...securityFrom(src),
+    ...userCapsFrom(src),
+    ...billingFrom(src),
   };
 }
 
@@ -412,14 +513,17 @@ export function resolveServiceConfig(
 export function security(
   flags: ConfigFlags,
   env: Env = process.env,
+  input: SettingsInput = {},
 ): Pick<ServiceConfig, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins'> {
-  const jwt = parseJwt(flags, env);
-  const rate = setting(flags.rateLimit, 'rate-limit', env, 'SWITCHBOARD_RATE_LIMIT');
-  const failures = setting(flags.authFailureLimit, 'auth-failure-limit', env, 'SWITCHBOARD_AUTH_FAILURE_LIMIT');
-  const allowedHosts = parseHosts(setting(flags.allowedHosts, 'allowed-hosts', env, 'SWITCHBOARD_ALLOWED_HOSTS'));
-  const allowedOrigins = parseOrigins(
-    setting(flags.allowedOrigins, 'allowed-origins', env, 'SWITCHBOARD_ALLOWED_ORIGINS'),
-  );
+  return securityFrom(sourcesOf(flags, env, input));
+}
+
+function securityFrom(src: Sources): Pick<ServiceConfig, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins'> {
+  const jwt = parseJwt(src);
+  const rate = setting(src, 'rateLimit');
+  const failures = setting(src, 'authFailureLimit');
+  const allowedHosts = parseHosts(setting(src, 'allowedHosts'));
+  const allowedOrigins = parseOrigins(setting(src, 'allowedOrigins'));
   // Only what was configured appears, so the defaults live in one place (DEFAULT_RATE_LIMIT, the HTTP plugins).
   return {
     ...(jwt && { jwt }),
@@ -438,14 +542,14 @@ export function security(
 export function userCaps(
   flags: ConfigFlags,
   env: Env = process.env,
+  input: SettingsInput = {},
 ): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
-  const streams = setting(flags.maxStreamsPerUser, 'max-streams-per-user', env, 'SWITCHBOARD_MAX_STREAMS_PER_USER');
-  const uploads = setting(
-    flags.maxLargeUploadsPerUser,
-    'max-large-uploads-per-user',
-    env,
-    'SWITCHBOARD_MAX_LARGE_UPLOADS_PER_USER',
-  );
+  return userCapsFrom(sourcesOf(flags, env, input));
+}
+
+function userCapsFrom(src: Sources): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
+  const streams = setting(src, 'maxStreamsPerUser');
+  const uploads = setting(src, 'maxLargeUploadsPerUser');
   return {
     ...(streams && { maxStreamsPerUser: parseCount(streams, 0) }),
     ...(uploads && { maxLargeUploadsPerUser: parseCount(uploads, 0) }),
@@ -453,14 +557,10 @@ export function userCaps(
 }
 
 /** Webhook and event-log settings; only the ones set appear (env SWITCHBOARD_ALLOW_LAN_WEBHOOKS, _WEBHOOK_RETRY_DELAYS, _EVENT_RETENTION_DAYS). */
-function webhookSettings(
-  flags: ConfigFlags,
-  env: Env,
-): Pick<ServiceConfig, 'allowLanWebhooks' | 'webhookRetryDelaysMs' | 'eventRetentionDays'> {
-  const allowLan =
-    flags.allowLanWebhooks === true || parseBool(setting(undefined, 'allow-lan-webhooks', env, 'SWITCHBOARD_ALLOW_LAN_WEBHOOKS'));
-  const delays = parseRetryDelays(setting(flags.webhookRetryDelays, 'webhook-retry-delays', env, 'SWITCHBOARD_WEBHOOK_RETRY_DELAYS'));
-  const retention = parseRetentionDays(setting(flags.eventRetentionDays, 'event-retention-days', env, 'SWITCHBOARD_EVENT_RETENTION_DAYS'));
+function webhookSettings(src: Sources): Pick<ServiceConfig, 'allowLanWebhooks' | 'webhookRetryDelaysMs' | 'eventRetentionDays'> {
+  const allowLan = parseBool(setting(src, 'allowLanWebhooks'));
+  const delays = parseRetryDelays(setting(src, 'webhookRetryDelays'));
+  const retention = parseRetentionDays(setting(src, 'eventRetentionDays'));
   return {
     ...(allowLan && { allowLanWebhooks: true }),
     ...(delays && { webhookRetryDelaysMs: delays }),
@@ -469,11 +569,9 @@ function webhookSettings(
 }
 
 /** Message ingestion settings (issue #13); only the ones set appear (env SWITCHBOARD_DOWNLOAD_STATUS_MEDIA, _ONLINE_FALLBACK_MS). */
-function messageSettings(flags: ConfigFlags, env: Env): Pick<ServiceConfig, 'downloadStatusMedia' | 'onlineFallbackMs'> {
-  const statusMedia =
-    flags.downloadStatusMedia === true ||
-    parseBool(setting(undefined, 'download-status-media', env, 'SWITCHBOARD_DOWNLOAD_STATUS_MEDIA'));
-  const fallback = setting(flags.onlineFallbackMs, 'online-fallback-ms', env, 'SWITCHBOARD_ONLINE_FALLBACK_MS');
+function messageSettings(src: Sources): Pick<ServiceConfig, 'downloadStatusMedia' | 'onlineFallbackMs'> {
+  const statusMedia = parseBool(setting(src, 'downloadStatusMedia'));
+  const fallback = setting(src, 'onlineFallbackMs');
   let onlineFallbackMs: number | undefined;
   if (fallback) {
     onlineFallbackMs = Number(fallback.value);
@@ -498,11 +596,11 @@ export function resolveSandboxServerConfig(
   platform?: PlatformInfo,
 ): SandboxServerConfig {
   return {
-    host: setting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
-    port: parsePort(setting(flags.port, 'port', env, 'SWITCHBOARD_SANDBOX_PORT'), DEFAULT_SANDBOX_PORT),
+    host: plainSetting(flags.host, 'host', env, 'SWITCHBOARD_HOST')?.value ?? DEFAULT_HOST,
+    port: parsePort(plainSetting(flags.port, 'port', env, 'SWITCHBOARD_SANDBOX_PORT'), DEFAULT_SANDBOX_PORT),
     dataDir: resolveDataDir(flags, true, env, platform),
     seed: flags.seed === true,
-    logLevel: parseLogLevel(setting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
+    logLevel: parseLogLevel(plainSetting(flags.logLevel, 'log-level', env, 'SWITCHBOARD_LOG_LEVEL')),
   };
 }
 
@@ -530,26 +628,39 @@ function parseHttpUrl(s: Setting | undefined, loopbackHttpOnly: boolean): string
 }
 
 /**
- * Billing settings of `serve` (issue #6). Flags/env: --billing-provider (local|stripe; default stripe when
- * SWITCHBOARD_STRIPE_SECRET_KEY is set, else local), SWITCHBOARD_STRIPE_SECRET_KEY (environment only, so it never
- * shows in a process list; never echoed in errors), --stripe-price-id, --stripe-api-base, --billing-success-url,
- * --billing-cancel-url, --billing-return-url, --default-slots (local, default 100), --max-slots (default 100),
- * --billing-currency (local, default usd), and SWITCHBOARD_BILLING_CACHE_MS (default 30000).
+ * Billing settings of `serve` (issue #6): the billing rows of config/settings-table.ts. The provider defaults to
+ * stripe when SWITCHBOARD_STRIPE_SECRET_KEY is set, else local. The Stripe secret key comes from
+ * SWITCHBOARD_STRIPE_SECRET_KEY (never a flag, so it never shows in a process list), else `input.stripeSecretKey`
+ * (the OS keychain, read by loadServiceConfig); it is never echoed in errors.
  * Only what was configured appears; nothing configured means the local provider with its defaults.
  * @throws ConfigError
  */
-export function billingSettings(flags: ConfigFlags, env: Env = process.env): Pick<ServiceConfig, 'billing'> {
-  const providerS = setting(flags.billingProvider, 'billing-provider', env, 'SWITCHBOARD_BILLING_PROVIDER');
-  const keyValue = env.SWITCHBOARD_STRIPE_SECRET_KEY?.trim() || undefined;
-  const priceS = setting(flags.stripePriceId, 'stripe-price-id', env, 'SWITCHBOARD_STRIPE_PRICE_ID');
-  const apiBaseS = setting(flags.stripeApiBase, 'stripe-api-base', env, 'SWITCHBOARD_STRIPE_API_BASE');
-  const successS = setting(flags.billingSuccessUrl, 'billing-success-url', env, 'SWITCHBOARD_BILLING_SUCCESS_URL');
-  const cancelS = setting(flags.billingCancelUrl, 'billing-cancel-url', env, 'SWITCHBOARD_BILLING_CANCEL_URL');
-  const returnS = setting(flags.billingReturnUrl, 'billing-return-url', env, 'SWITCHBOARD_BILLING_RETURN_URL');
-  const defaultS = setting(flags.defaultSlots, 'default-slots', env, 'SWITCHBOARD_DEFAULT_SLOTS');
-  const maxS = setting(flags.maxSlots, 'max-slots', env, 'SWITCHBOARD_MAX_SLOTS');
-  const currencyS = setting(flags.billingCurrency, 'billing-currency', env, 'SWITCHBOARD_BILLING_CURRENCY');
-  const cacheS = setting(undefined, 'billing-cache-ms', env, 'SWITCHBOARD_BILLING_CACHE_MS');
+export function billingSettings(flags: ConfigFlags, env: Env = process.env, input: SettingsInput = {}): Pick<ServiceConfig, 'billing'> {
+  return billingFrom(sourcesOf(flags, env, input));
+}
+
+/** The billing provider these sources choose before any key is read (`stripe` only when asked for by name). */
+export function requestedBillingProvider(flags: ConfigFlags, env: Env, file: SettingsFileValues): string | undefined {
+  return setting(sourcesOf(flags, env, { file }), 'billingProvider')?.value.toLowerCase();
+}
+
+/** Where the Stripe key of a stripe provider is looked for, for messages. */
+export const STRIPE_KEY_HINT = "SWITCHBOARD_STRIPE_SECRET_KEY (or a key stored in the OS keychain from the console's Settings)";
+
+function billingFrom(src: Sources): Pick<ServiceConfig, 'billing'> {
+  const providerS = setting(src, 'billingProvider');
+  const envKey = src.env.SWITCHBOARD_STRIPE_SECRET_KEY?.trim() || undefined;
+  const keyValue = envKey ?? (src.stripeSecretKey?.trim() || undefined);
+  const keySource = envKey ? 'SWITCHBOARD_STRIPE_SECRET_KEY' : 'the Stripe key in the OS keychain';
+  const priceS = setting(src, 'stripePriceId');
+  const apiBaseS = setting(src, 'stripeApiBase');
+  const successS = setting(src, 'billingSuccessUrl');
+  const cancelS = setting(src, 'billingCancelUrl');
+  const returnS = setting(src, 'billingReturnUrl');
+  const defaultS = setting(src, 'defaultSlots');
+  const maxS = setting(src, 'maxSlots');
+  const currencyS = setting(src, 'billingCurrency');
+  const cacheS = setting(src, 'billingCacheMs');
   const all = [providerS, priceS, apiBaseS, successS, cancelS, returnS, defaultS, maxS, currencyS, cacheS];
   if (!keyValue && all.every((s) => s === undefined)) return {};
 
@@ -570,9 +681,9 @@ export function billingSettings(flags: ConfigFlags, env: Env = process.env): Pic
   const billing: BillingConfig = { provider, maxSlots, defaultSlots, currency, cacheTtlMs };
   if (provider === 'stripe') {
     // The key's value never appears in a message.
-    if (!keyValue) throw new ConfigError('the stripe billing provider needs SWITCHBOARD_STRIPE_SECRET_KEY');
-    if (!/^(sk|rk)_(test|live)_\S+$/.test(keyValue))
-      throw new ConfigError('invalid SWITCHBOARD_STRIPE_SECRET_KEY: expected a Stripe secret key (sk_test_…, sk_live_…, rk_…)');
+    if (!keyValue) throw new ConfigError(`the stripe billing provider needs ${STRIPE_KEY_HINT}`);
+    if (!isStripeSecretKey(keyValue))
+      throw new ConfigError(`invalid ${keySource}: expected a Stripe secret key (sk_test_…, sk_live_…, rk_…)`);
     if (!priceS) throw new ConfigError('the stripe billing provider needs --stripe-price-id (the per-slot price)');
     if (!/^[\w-]{1,255}$/.test(priceS.value)) throw invalid(priceS, 'expected a Stripe price id such as price_123');
     const apiBase = parseHttpUrl(apiBaseS, true);
@@ -589,6 +700,11 @@ export function billingSettings(flags: ConfigFlags, env: Env = process.env): Pic
     };
   }
   return { billing };
+}
+
+/** Whether `key` has the shape of a Stripe secret or restricted key (`sk_test_…`, `sk_live_…`, `rk_…`). */
+export function isStripeSecretKey(key: string): boolean {
+  return /^(sk|rk)_(test|live)_\S+$/.test(key);
 }
 
 /** Variables that point the service at another WhatsApp-protocol server or trust anchor (sandbox mode only). */

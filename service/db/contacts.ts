@@ -25,6 +25,7 @@ export function contactsRepo(db: Db) {
     has: db.prepare(`SELECT 1 FROM contacts WHERE connection_id = ? AND jid = ?`),
     byLid: db.prepare(`SELECT jid FROM contacts WHERE connection_id = ? AND lid = ?`),
     nameOf: db.prepare(`SELECT COALESCE(name, push_name) AS name FROM contacts WHERE connection_id = ? AND jid = ?`),
+    names: db.prepare(`SELECT name, push_name FROM contacts WHERE connection_id = ? AND jid = ?`),
     list: db.prepare(
       `SELECT jid, name, push_name, phone_number, is_group FROM contacts WHERE connection_id = ?
        ORDER BY COALESCE(name, push_name, jid) COLLATE NOCASE, jid LIMIT ? OFFSET ?`,
@@ -56,6 +57,11 @@ export function contactsRepo(db: Db) {
     /** Saved name, else push name, of a contact; undefined when neither is known. */
     nameOf(connectionId: string, jid: string): string | undefined {
       return (q.nameOf.get(connectionId, jid) as { name: string | null } | undefined)?.name ?? undefined;
+    },
+    /** The saved name and the push name of a contact (each null when unknown); undefined for an unknown contact. */
+    profileNames(connectionId: string, jid: string): { name: string | null; pushName: string | null } | undefined {
+      const r = q.names.get(connectionId, jid) as { name: string | null; push_name: string | null } | undefined;
+      return r && { name: r.name, pushName: r.push_name };
     },
     list(connectionId: string, opts: { limit: number; offset: number }): Contact[] {
       const rows = q.list.all(connectionId, opts.limit, opts.offset) as Array<{

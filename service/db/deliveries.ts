@@ -1,21 +1,14 @@
 /**
  * Webhook deliveries table: the durable outbox and the delivery log (interface-spec §2.7, DESIGN §4).
- * Rows are inserted in the same transaction as their event (store.appendEvent), claimed in batches with a lease
- * (`pending` → `delivering`, attempts counted at claim time so a crash loop cannot exceed the maximum), and
- * completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
+ * Rows are written by the webhook outbox (webhooks/outbox.ts) in the same transaction as their event, claimed by
+ * the dispatcher in batches with a lease (`pending` → `delivering`, attempts counted at claim time so a crash loop
+ * cannot exceed the maximum), and completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
  * Rows of a paused webhook are held `pending` (the dispatcher claims only for active webhooks; the API shows them as
  * `paused`) and go out in order once it is active again; held longer than the event retention they fail (`prune`).
  * `skipped` remains only on rows written by earlier versions. Internal status `delivering` shows as `pending`.
  */
-import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './database.ts';
 import { nowIso, relaxedTransaction } from './database.ts';
-
-/**
- * A new delivery id: a UUIDv7 (RFC 9562), time-ordered, so each new row lands at the end of the primary-key index
- * instead of on a random page of it (one dirty page less per event in every group commit).
- */
-export const newDeliveryId = (): string => uuidv7();
 
 export type DeliveryStatus = 'pending' | 'delivering' | 'delivered' | 'failed' | 'skipped';
 
@@ -84,7 +77,7 @@ export interface NewDelivery {
   msgId: string;
   eventType: string;
   body: string;
-  /** `delivering` = claimed at insert by the dispatcher (see store.setOutboxClaimer): attempts 1, leased. */
+  /** `delivering` = claimed at insert by the dispatcher (webhooks/outbox.ts): attempts 1, leased. */
   status: 'pending' | 'skipped' | 'delivering';
   nextAttemptAt: number;
   /** With status `delivering`: when the claim lapses (ms since the epoch). */
@@ -270,9 +263,4 @@ export function deliveriesRepo(db: Db) {
       return (q.countOpen.get() as { n: number }).n;
     },
   };
-}
-
-/** The `webhook-id` of a user's event: the same for every webhook, retry and replay of that event. No dots. */
-export function webhookMessageId(userId: string, seq: number): string {
-  return `msg_${userId.replace(/-/g, '')}_${seq}`;
 }

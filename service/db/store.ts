@@ -1,6 +1,9 @@
 /**
- * The data layer in one object: the open database, every table's named queries, and `tx()`, which runs work in
- * one SQLite transaction and publishes the events it logged to the in-process bus once (and only if) it commits.
+ * The data layer in one object: the open database, every table's named queries, the group commit, and `tx()`,
+ * which runs work in one SQLite transaction. Layers above keep in-memory state beside a transaction (the event
+ * log's events to publish, the webhook outbox's claims) through `observeTransactions`: told to drop it when the
+ * transaction rolls back, and to announce it once (and only if) the commit is on disk. The store itself knows
+ * neither events nor webhooks beyond their tables.
  */
 import path from 'node:path';
 import { inTransaction, openDatabase, setSynchronous, type Db } from './database.ts';
@@ -10,8 +13,8 @@ import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
 import { connectionsRepo } from './connections.ts';
 import { contactsRepo } from './contacts.ts';
-import { deliveriesRepo, newDeliveryId, webhookMessageId, type ClaimedDelivery } from './deliveries.ts';
-import { eventsRepo, type LoggedEvent } from './events.ts';
+import { deliveriesRepo } from './deliveries.ts';
+import { eventsRepo } from './events.ts';
 import { groupMetadataRepo } from './group-metadata.ts';
 import { MediaUrls } from './media-url.ts';
 import { messagesRepo } from './messages.ts';
@@ -19,7 +22,6 @@ import { searchIndex } from './search.ts';
 import { tokensRepo } from './tokens.ts';
 import { usersRepo } from './users.ts';
 import { webhooksRepo } from './webhooks.ts';
-import { EventBus } from '../events/bus.ts';
 
 export type Store = ReturnType<typeof createStore>;
 
@@ -43,18 +45,16 @@ export interface StorageState {
 }
 
 /**
- * The webhook dispatcher's side of claim-at-insert: an outbox row the dispatcher has room for is written already
- * claimed (`delivering`, attempt 1, leased) and handed over in memory once its transaction commits, so a fresh
- * event costs no claim transaction. Rows it has no room for are written `pending` and claimed from the table.
+ * In-memory state that a layer above the store keeps beside the running transaction (the event log's events to
+ * publish, the webhook outbox's claimed rows). `mark` is taken when a transaction, savepoint or group-commit batch
+ * begins; `rolledBack` undoes what was added since; `committed` takes what the outermost commit left and returns
+ * what to run once that commit is on disk (undefined: nothing). Announcements run in the order observers were
+ * added.
  */
-export interface OutboxClaimer {
-  readonly leaseMs: number;
-  /** Reserves room for one fresh row of the webhook; false = write it `pending`. Called inside the transaction. */
-  reserve(webhookId: string): boolean;
-  /** After the commit: the rows reserved and written by it, ready to send. */
-  committed(rows: ClaimedDelivery[]): void;
-  /** After a rollback: reservations whose rows were undone. */
-  abandoned(rows: readonly ClaimedDelivery[]): void;
+export interface TransactionObserver<Mark = unknown> {
+  mark(): Mark;
+  rolledBack(mark: Mark): void;
+  committed(): (() => void) | undefined;
 }
 
 export interface StoreOptions {
@@ -74,13 +74,10 @@ export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
 }
 
 export function createStore(db: Db, opts: StoreOptions = {}) {
-  const events = eventsRepo(db);
   const webhooks = webhooksRepo(db);
-  const deliveries = deliveriesRepo(db);
   const search = searchIndex(db);
   const mediaUrls = new MediaUrls();
-  const bus = new EventBus();
-  const pending: Array<[userId: string, event: LoggedEvent]> = [];
+  const observers: TransactionObserver[] = [];
   let storage: StorageState = { state: 'ok' };
   const failureListeners = new Set<(err: Error) => void>();
   /**
@@ -102,99 +99,38 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     if (storage.state !== 'ok') storage = { state: 'ok' };
   };
   let depth = 0;
-  /** Outbox rows written by the running transaction; the dispatcher is woken once they commit. */
-  let outboxRows = 0;
-  const outboxListeners = new Set<() => void>();
-  let claimer: OutboxClaimer | undefined;
-  /** Rows claimed at insert by the running transaction, handed to `claimer` when it commits. */
-  let claimedRows: ClaimedDelivery[] = [];
-  /** How much of the uncommitted in-memory state (events to publish, outbox rows) a transaction found. */
-  interface UncommittedMark {
-    events: number;
-    outboxRows: number;
-    claims: number;
-  }
-  const markUncommitted = (): UncommittedMark => ({ events: pending.length, outboxRows, claims: claimedRows.length });
+  /** The observers' marks when a transaction (or savepoint, or batch) began. */
+  const markUncommitted = (): unknown[] => observers.map((o) => o.mark());
   /**
-   * After a rollback to `mark` (a savepoint, a transaction or the whole batch): forgets the events and outbox rows
-   * written since, returns their claims to the dispatcher, and drops in-memory copies of rows it may have undone.
+   * After a rollback to `marks`: the observers forget what was added since, and in-memory copies of rows the
+   * rollback may have undone are dropped.
    */
-  const rollBackTo = (mark: UncommittedMark) => {
-    pending.length = mark.events;
-    outboxRows = mark.outboxRows;
-    if (claimedRows.length > mark.claims) claimer?.abandoned(claimedRows.splice(mark.claims));
+  const rollBackTo = (marks: readonly unknown[]) => {
+    marks.forEach((mark, i) => observers[i]!.rolledBack(mark));
     webhooks.forgetCache();
   };
+  const nothing = () => undefined;
 
   /**
-   * Takes what the transaction just committed left to announce (its events, claimed and pending outbox rows) and
-   * returns the function that announces it, to run once the commit is on disk.
+   * Takes what the transaction just committed left to announce (every observer's) and returns the function that
+   * announces it, to run once the commit is on disk.
    */
   function takeCommitted(): () => void {
-    if (pending.length === 0 && claimedRows.length === 0 && outboxRows === 0) return () => undefined;
-    const events = pending.splice(0);
-    const claims = claimedRows;
-    claimedRows = [];
-    const wake = outboxRows > 0;
-    outboxRows = 0;
+    let runs: Array<() => void> | undefined;
+    for (const o of observers) {
+      const run = o.committed();
+      if (run) (runs ??= []).push(run);
+    }
+    if (!runs) return nothing;
     return () => {
-      for (const [userId, event] of events) bus.publish(userId, event);
-      if (claims.length > 0) {
+      for (const run of runs) {
         try {
-          claimer?.committed(claims);
+          run();
         } catch {
-          // Unsent claims lapse with their lease and are sent again (at-least-once).
-        }
-      }
-      if (wake) {
-        for (const listener of outboxListeners) {
-          try {
-            listener();
-          } catch {
-            // The dispatcher's wake-up must not break the writer.
-          }
+          // One observer's announcement must not keep the others' from running, nor break the writer.
         }
       }
     };
-  }
-
-  /**
-   * The webhook outbox of one logged event: a row per webhook of the connection subscribed to its type, `pending`
-   * (held while the webhook is paused, sent in order on resume); only `onlyWebhookId` when given (test events, which
-   * are claimed at once and sent whatever the webhook's state).
-   */
-  function enqueueDeliveries(userId: string, connectionId: string, logged: LoggedEvent, onlyWebhookId?: string): void {
-    const targets = webhooks.targets(connectionId);
-    if (targets.length === 0) return;
-    let body: string | undefined;
-    let msgId: string | undefined;
-    const now = Date.now();
-    for (const t of targets) {
-      if (onlyWebhookId ? t.id !== onlyWebhookId : !(t.events.includes(logged.event) || t.events.includes('*'))) continue;
-      body ??= JSON.stringify({ event: logged.event, session: t.sessionName, payload: logged.payload });
-      msgId ??= webhookMessageId(userId, logged.seq);
-      const id = newDeliveryId();
-      const test = onlyWebhookId === t.id;
-      // Rows a paused webhook held (due now) go first on resume: a fresh row is not claimed ahead of them.
-      const claimed = (test || (t.active && !deliveries.hasDue(t.id, now))) && claimer !== undefined && claimer.reserve(t.id);
-      deliveries.insert(
-        {
-          id,
-          webhookId: t.id,
-          userId,
-          eventSeq: logged.seq,
-          msgId,
-          eventType: logged.event,
-          body,
-          status: claimed ? 'delivering' : 'pending',
-          nextAttemptAt: now,
-          leaseUntil: claimed ? now + claimer!.leaseMs : null,
-        },
-        logged.timestamp,
-      );
-      if (claimed) claimedRows.push({ id, webhookId: t.id, msgId, body, attempts: 1, nextAttemptAt: now, ...(test && { ignorePause: true }) });
-      else if (t.active) outboxRows++;
-    }
   }
 
   // ---- group commit ------------------------------------------------------------------------------------
@@ -208,6 +144,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   const BATCH_WINDOW_MS = 4;
   let batchOpen = false;
   let batchTimer: NodeJS.Timeout | undefined;
+  /** The observers' marks when the open batch began. */
+  let batchMarks: unknown[] = [];
   const afterBatch: Array<() => void> = [];
   /** Writes deferred to the end of the open batch (coalesced by their owner), run right before its COMMIT. */
   const beforeBatchCommit: Array<() => void> = [];
@@ -237,7 +175,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       } catch {
         // SQLite rolls back by itself when it cannot; the batch is gone either way.
       }
-      rollBackTo({ events: 0, outboxRows: 0, claims: 0 });
+      rollBackTo(batchMarks);
       afterBatch.length = 0; // held frames are dropped with the socket the sessions now close (commitFailed)
       commitFailed(err);
       throw err;
@@ -276,8 +214,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
   }
 
   /**
-   * Runs `fn` in a transaction (a savepoint when nested); events it appends are published after the outermost
-   * commit, which returns with every earlier batch on disk too (announced first, so events stay in seq order).
+   * Runs `fn` in a transaction (a savepoint when nested); what observers kept beside it is announced after the
+   * outermost commit, which returns with every earlier batch on disk too (announced first, so events stay in seq
+   * order).
    */
   function tx<T>(fn: () => T): T {
     if (depth === 0) commitBatch();
@@ -311,6 +250,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       throw err;
     }
     batchOpen = true;
+    batchMarks = markUncommitted();
     batchTimer = setTimeout(() => {
       try {
         commitBatch();
@@ -356,7 +296,6 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
 
   return {
     db,
-    bus,
     users: usersRepo(db),
     tokens: tokensRepo(db),
     connections: connectionsRepo(db),
@@ -371,9 +310,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
     search,
     billing: billingRepo(db),
-    events,
+    events: eventsRepo(db),
     webhooks,
-    deliveries,
+    deliveries: deliveriesRepo(db),
     tx,
     ingest,
     beforeCommit,
@@ -408,34 +347,20 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     },
     whenDurable,
     /**
-     * Logs an event for `userId` and, in the same transaction, writes the webhook outbox rows for it: inside the
-     * caller's `tx`/`ingest` it joins that transaction (no savepoint of its own: an error rolls back with the
-     * caller's work), otherwise in a transaction of its own. `opts.onlyWebhookId` sends it to that one webhook
-     * only, subscribed or not.
+     * Runs `fn` inside the running transaction when there is one (no savepoint of its own: an error rolls back with
+     * the caller's work), otherwise in a transaction of its own (`tx`).
      */
-    appendEvent(
-      userId: string,
-      connectionId: string | null,
-      event: string,
-      payload: Record<string, unknown>,
-      opts: { onlyWebhookId?: string } = {},
-    ): LoggedEvent {
-      const write = () => {
-        const logged = events.append(userId, connectionId, event, payload);
-        if (connectionId) enqueueDeliveries(userId, connectionId, logged, opts.onlyWebhookId);
-        pending.push([userId, logged]);
-        return logged;
-      };
-      return depth > 0 ? write() : tx(write);
+    atomic<T>(fn: () => T): T {
+      return depth > 0 ? fn() : tx(fn);
     },
-    /** Lets the dispatcher claim fresh outbox rows at insert (see OutboxClaimer); `undefined` stops it. */
-    setOutboxClaimer(c: OutboxClaimer | undefined): void {
-      claimer = c;
-    },
-    /** Calls `listener` after each commit that wrote `pending` webhook outbox rows; returns the unsubscribe function. */
-    onOutbox(listener: () => void): () => void {
-      outboxListeners.add(listener);
-      return () => outboxListeners.delete(listener);
+    /**
+     * Adds an observer of every transaction from the next one on (see TransactionObserver); for the life of the
+     * store. An open group-commit batch is committed first. @throws inside a transaction
+     */
+    observeTransactions(observer: TransactionObserver): void {
+      if (depth > 0) throw new Error('observeTransactions inside a transaction');
+      commitBatch();
+      observers.push(observer);
     },
     close(): void {
       if (db.open) {

@@ -67,6 +67,7 @@ export function usersRepo(db: Db) {
     byLocalName: db.prepare(`SELECT ${COLUMNS} FROM users WHERE kind = 'local' AND name = ?`),
     byJwtIdentity: db.prepare(`SELECT ${COLUMNS} FROM users WHERE kind = 'jwt' AND issuer = ? AND subject = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM users ORDER BY created_at, name`),
+    owner: db.prepare(`SELECT ${COLUMNS} FROM users WHERE kind = 'local' ORDER BY created_at, rowid LIMIT 1`),
     insertLocal: db.prepare(`INSERT INTO users (id, kind, name, email, created_at) VALUES (?, 'local', ?, ?, ?)`),
     insertJwt: db.prepare(
       `INSERT INTO users (id, kind, name, email, issuer, subject, created_at) VALUES (?, 'jwt', ?, ?, ?, ?, ?)`,
@@ -82,6 +83,14 @@ export function usersRepo(db: Db) {
     /** The local user with this name (never a JWT user, whatever its label). */
     byLocalName(name: string): User | undefined {
       const r = q.byLocalName.get(name) as RawRow | undefined;
+      return r && toUser(r);
+    },
+    /**
+     * The machine's owner: the first local user created in this data dir (the desktop's `operator`, or the first
+     * user `switchboard token create` made). Only the owner may change the machine's settings (docs/settings.md).
+     */
+    owner(): User | undefined {
+      const r = q.owner.get() as RawRow | undefined;
       return r && toUser(r);
     },
     list(): User[] {

@@ -9,6 +9,7 @@
 import type { WACallEvent, WASocket } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import { notFound, ServiceError } from '../errors.ts';
 
 interface Offer {
@@ -20,6 +21,7 @@ interface Offer {
 
 export interface CallBookDeps {
   store: Store;
+  events: EventLog;
   logger: Logger;
   connectionId: string;
   userId: string;
@@ -42,7 +44,7 @@ export class CallBook {
         const creator = c.from;
         const from = c.callerPn ? this.d.toPn(c.callerPn) : this.d.toPn(creator);
         this.#offers.set(c.id, { creator, from });
-        store.appendEvent(userId, connectionId, 'call.received', {
+        this.d.events.append(userId, connectionId, 'call.received', {
           callId: c.id,
           from,
           isVideo: !!c.isVideo,
@@ -81,6 +83,6 @@ export class CallBook {
     const offer = this.#offers.get(callId);
     if (!offer) return;
     this.#offers.delete(callId);
-    this.d.store.appendEvent(this.d.userId, this.d.connectionId, 'call.ended', { callId, from: offer.from, reason });
+    this.d.events.append(this.d.userId, this.d.connectionId, 'call.ended', { callId, from: offer.from, reason });
   }
 }

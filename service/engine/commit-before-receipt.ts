@@ -6,7 +6,7 @@
  * once the server has the receipt it drops the message, so a crash between the two lost it. The chain from the
  * socket's write callback to our `messages.upsert` handler is all microtasks (promisified `ws.send` →
  * `sendRawMessage` → `sendReceipt` → `upsertMessage` → `ev.emit` → the engine's synchronous SQLite commit), and
- * the event buffer is off (see `disableEventBuffer` in session.ts). So we acknowledge each write at once, and from a
+ * the event buffer is off (see `disableEventBuffer` in session-lifecycle.ts). So we acknowledge each write at once, and from a
  * `setImmediate`, which runs after that chain, hand the frames to `whenDurable`: they go on the wire once the store's
  * group commit holding the message has committed (at most a few milliseconds). Frames keep their order (the Noise
  * transport's nonces depend on it).

@@ -3,7 +3,7 @@
  * Implements `Engine` (engine/types.ts). In sandbox mode it trusts the sandbox's Noise root key by setting
  * Baileys' exported `WA_CERT_DETAILS.PUBLIC_KEY` (brief §0.2; never in live mode).
  */
-import { WA_CERT_DETAILS, generateMessageIDV2, isJidGroup, jidNormalizedUser, proto, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
+import { WA_CERT_DETAILS, isJidGroup, jidNormalizedUser, proto, type AnyMessageContent, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
 import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, notFound, ServiceError } from '../errors.ts';
@@ -13,12 +13,13 @@ import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.t
 import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent, type PreparedContent } from './outgoing.ts';
 import { createOperations } from './operations.ts';
+import { createProfiles } from './profiles.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
 import { NumberChecker, numberDigits } from './number-check.ts';
 import { groupError, groupInfoOf, groupJidOf, groupSummaryOf, participantJidOf, type GroupInfo } from './groups.ts';
-import type { Engine, EngineOptions, MediaFileInfo, Profile, SendInput, SendTextInput } from './types.ts';
+import type { Engine, EngineOptions, MediaFileInfo, SendInput, SendTextInput } from './types.ts';
 
 /** 404 text of a send to a chat the server does not know (issue 20: was a 502). */
 const CHAT_NOT_FOUND = 'Chat not found';
@@ -48,7 +49,7 @@ function storageUnavailable(): ServiceError {
 const toPnJidOf = (jid: string, ctx: ReturnType<Session['modelContext']>) => (jid ? toPnJid(jid, null, ctx) : jid);
 
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
-  const { store, logger } = opts;
+  const { store, events, logger } = opts;
   const outbound = opts.outbound ?? new OutboundPolicy({ allowLan: false });
   if (opts.waRootPublicKey) WA_CERT_DETAILS.PUBLIC_KEY = Buffer.from(opts.waRootPublicKey);
   const sessions = new Map<string, Session>();
@@ -78,6 +79,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     if (sessions.has(connectionId)) return;
     const session = new Session(conn, {
       store,
+      events,
       logger: logger.child({ component: 'engine' }),
       waUrl: opts.waUrl,
       baileysLogLevel,
@@ -87,6 +89,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       ...(opts.storageHasRoom && { storageHasRoom: opts.storageHasRoom }),
       ...(opts.downloadStatusMedia && { downloadStatusMedia: true }),
       ...(opts.onlineFallbackMs !== undefined && { onlineFallbackMs: opts.onlineFallbackMs }),
+      onContactsUpdate: (s, updates) => profiles.onContactsUpdate(s, updates),
     });
     sessions.set(connectionId, session);
     session.start();
@@ -99,13 +102,18 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     else if (o.logout) store.authState.clear(connectionId);
   }
 
-  /** The online session of a connection, or a 409 explaining why it cannot act now. */
+  /** The online session of a connection, or a 409 explaining why it cannot act now (507 while storage is down). */
   function onlineSession(connectionId: string): Session {
     // Nothing is sent while the store cannot commit: a message that could not be recorded must not leave.
     if (storageDown()) throw storageUnavailable();
+    return liveSession(connectionId);
+  }
+
+  /** The online session of a connection for a query that records nothing, or a 409. */
+  function liveSession(connectionId: string): Session {
     const session = sessions.get(connectionId);
     const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
-    if (!session || status !== 'online' || !session.socket) {
+    if (!session || status !== 'online' || !session.isOpen) {
       throw conflict(`Connection is not online (status: ${status})`);
     }
     return session;
@@ -120,7 +128,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     if (parsed.kind === 'phone') {
       const { jid, digits } = parsed;
       if (!store.contacts.has(session.connectionId, jid)) {
-        const [result] = (await session.socket!.onWhatsApp(jid)) ?? [];
+        const [result] = (await session.onWhatsApp(jid)) ?? [];
         if (!result?.exists) throw badRequest(`+${digits} is not on WhatsApp`);
         return { jid: jidNormalizedUser(result.jid), chatId: jidNormalizedUser(result.jid) };
       }
@@ -182,17 +190,16 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
   async function relay<T>(
     session: Session,
     jid: string,
-    content: Parameters<NonNullable<Session['socket']>['sendMessage']>[1],
+    content: AnyMessageContent,
     options: { quoted?: WAMessage },
     record: (sent: WAMessage) => T,
   ): Promise<{ recorded: T; serverAcked: boolean }> {
-    const sock = session.socket;
-    if (!sock) throw conflict(`Connection is not online (status: ${session.status})`);
-    const messageId = generateMessageIDV2(sock.user?.id);
+    if (!session.isOpen) throw conflict(`Connection is not online (status: ${session.status})`);
+    const messageId = session.newMessageId();
     const serverAck = session.expectServerAck(messageId, serverAckTimeoutMs);
     let sent: WAMessage | undefined;
     try {
-      sent = await sock.sendMessage(jid, content, { ...options, messageId });
+      sent = await session.send(jid, content, { ...options, messageId });
     } catch (err) {
       serverAck.cancel();
       if (isJidGroup(jid) && iqErrorCode(err) === 404) throw notFound(CHAT_NOT_FOUND);
@@ -264,7 +271,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const { jid, chatId } = chat;
     if (!input.skipPresence) {
       await humanizeBeforeSend(
-        session.socket!,
+        session,
         { store, connectionId, chatJid: jid, chatId, textLength: prepared.textLength, logger },
         { typingDelayMs },
       );
@@ -344,8 +351,21 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     quotedMessage,
   });
 
+  const profiles = createProfiles({
+    store,
+    logger,
+    media,
+    prepareOptions,
+    dispatcher: trust?.dispatcher,
+    now,
+    onlineSession,
+    liveSession,
+    resolveChat,
+  });
+
   return {
     ...operations,
+    ...profiles,
     start,
     startAll() {
       for (const conn of store.connections.listActive()) {
@@ -362,28 +382,35 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       start(connectionId);
     },
     stop,
+    async remove(connectionId) {
+      try {
+        await stop(connectionId, { logout: true });
+      } catch (err) {
+        // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
+        logger.warn({ err, connectionId }, 'logout during delete failed; deleting anyway');
+      }
+      store.tx(() => {
+        const row = store.connections.get(connectionId);
+        if (!row || row.status === 'stopped') return;
+        store.connections.setStatus(connectionId, 'stopped', 'deleted');
+        events.append(row.userId, connectionId, 'session.status', { status: 'stopped', previous: row.status, reason: 'deleted' });
+      });
+    },
     currentQr: (connectionId) => sessions.get(connectionId)?.qr,
     async requestPairingCode(connectionId, phoneNumber) {
       const digits = numberDigits(phoneNumber);
       if (!digits) throw badRequest('phoneNumber must be an international phone number (e.g. +15550100) or a user JID');
       const session = sessions.get(connectionId);
       const status = session?.status ?? store.connections.get(connectionId)?.status ?? 'stopped';
-      const sock = session?.pairingSocket;
-      if (!session || !sock) {
+      if (!session?.awaitingLink) {
         throw conflict(status === 'connected' || status === 'online' ? 'Connection is already linked' : `Connection is not waiting to be linked (status: ${status})`);
       }
       try {
-        return await session.phoneCode.request(sock, digits);
+        return await session.requestPairingCode(digits);
       } catch (err) {
         logger.info({ err, connectionId }, 'pairing code request failed');
         throw conflict('Connection is not waiting to be linked (its connection to WhatsApp closed; retry in a few seconds)');
       }
-    },
-    profile(connectionId): Profile | undefined {
-      const session = sessions.get(connectionId);
-      const me = session?.me;
-      if (!session || session.status !== 'online' || !me) return undefined;
-      return { id: me.jid, pushName: me.name };
     },
     sendText: (connectionId, input: SendTextInput) => send(connectionId, { ...input, type: 'text' }),
     send,
@@ -423,7 +450,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const keys = raws.map((raw) => proto.WebMessageInfo.decode(raw).key).filter((k): k is WAMessageKey => !!k?.id);
       if (keys.length > 0) {
         try {
-          await session.socket!.readMessages(keys);
+          await session.read(keys);
         } catch (err) {
           throw new ServiceError(502, `Read receipt could not be sent: ${err instanceof Error ? err.message : String(err)}`);
         }
@@ -434,7 +461,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const session = onlineSession(connectionId);
       const { jid } = await resolveChat(session, chatIdInput);
       try {
-        await session.socket!.sendPresenceUpdate(typing ? 'composing' : 'paused', jid);
+        await session.presence(typing ? 'composing' : 'paused', jid);
       } catch (err) {
         throw new ServiceError(502, `Typing indicator could not be sent: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -457,7 +484,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       });
       const session = onlineSession(connectionId);
       try {
-        return await numberChecker.check(connectionId, session.socket!, digits);
+        return await numberChecker.check(connectionId, session, digits);
       } catch (err) {
         throw new ServiceError(502, `The number check failed: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -471,7 +498,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const session = onlineSession(connectionId);
       let all;
       try {
-        all = Object.values(await session.socket!.groupFetchAllParticipating());
+        all = await session.participatingGroups();
       } catch (err) {
         throw groupError(err, 'read');
       }
@@ -491,9 +518,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       if (!subject) throw badRequest('body/subject must not be empty');
       const jids = [...new Set(input.participants.map((p, i) => participantJidOf(p, i)))];
       try {
-        const meta = await session.socket!.groupCreate(subject, jids);
-        session.rememberGroup(meta);
-        return groupInfo(session, meta);
+        return groupInfo(session, await session.createGroup(subject, jids));
       } catch (err) {
         throw groupError(err, 'member');
       }
@@ -504,8 +529,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       if (input.subject !== undefined && !input.subject.trim()) throw badRequest('body/subject must not be empty');
       await groupMeta(session, jid);
       try {
-        if (input.subject !== undefined) await session.socket!.groupUpdateSubject(jid, input.subject.trim());
-        if (input.description !== undefined) await session.socket!.groupUpdateDescription(jid, input.description || undefined);
+        if (input.subject !== undefined) await session.setGroupSubject(jid, input.subject.trim());
+        if (input.description !== undefined) await session.setGroupDescription(jid, input.description || undefined);
       } catch (err) {
         throw groupError(err, 'admin');
       }
@@ -517,7 +542,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const jids = [...new Set(input.participants.map((p, i) => participantJidOf(p, i, meta)))];
       let results;
       try {
-        results = await session.socket!.groupParticipantsUpdate(jid, jids, input.action);
+        results = await session.updateGroupParticipants(jid, jids, input.action);
       } catch (err) {
         throw groupError(err, 'admin');
       }
@@ -533,7 +558,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const { session, jid } = groupTarget(connectionId, groupId);
       await groupMeta(session, jid);
       try {
-        await session.socket!.groupLeave(jid);
+        await session.leaveGroup(jid);
       } catch (err) {
         throw groupError(err, 'member');
       }
@@ -544,7 +569,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       await groupMeta(session, jid);
       let code: string | undefined;
       try {
-        code = await session.socket!.groupInviteCode(jid);
+        code = await session.groupInviteCode(jid);
       } catch (err) {
         throw groupError(err, 'admin');
       }

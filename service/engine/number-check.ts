@@ -16,9 +16,9 @@ export interface NumberCheck {
   checkedAt: string;
 }
 
-/** What the check needs of a Baileys socket. */
-export interface UsyncSocket {
-  executeUSyncQuery(query: USyncQuery): Promise<{ list: Array<{ id: string; contact?: unknown; lid?: unknown }> } | undefined>;
+/** What the check needs of a session (session.ts `usyncQuery`, Baileys `executeUSyncQuery`). */
+export interface UsyncClient {
+  usyncQuery(query: USyncQuery): Promise<{ list: Array<{ id: string; contact?: unknown; lid?: unknown }> } | undefined>;
 }
 
 /** How long an answer is reused, in ms (24 h). */
@@ -43,14 +43,14 @@ export class NumberChecker {
    * Answers for `digitsList` (already validated, see numberDigits), in the same order; one usync query for the
    * numbers not in the cache. @throws whatever the query throws (the socket closed, a timeout)
    */
-  async check(connectionId: string, socket: UsyncSocket, digitsList: string[]): Promise<NumberCheck[]> {
+  async check(connectionId: string, session: UsyncClient, digitsList: string[]): Promise<NumberCheck[]> {
     const now = this.now();
     const key = (digits: string) => `${connectionId}:${digits}`;
     const missing = [...new Set(digitsList.filter((d) => (this.#cache.get(key(d))?.expiresAt ?? 0) <= now))];
     if (missing.length > 0) {
       const query = new USyncQuery().withContactProtocol().withLIDProtocol();
       for (const digits of missing) query.withUser(new USyncUser().withPhone(`+${digits}`));
-      const result = await socket.executeUSyncQuery(query);
+      const result = await session.usyncQuery(query);
       const checkedAt = new Date(now).toISOString();
       const byDigits = new Map((result?.list ?? []).map((u) => [u.id.split('@')[0]!.split(':')[0]!, u]));
       for (const digits of missing) {

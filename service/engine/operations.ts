@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import type { Message } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
 import { badRequest, forbidden, ServiceError } from '../errors.ts';
+import { canonicalChatId } from './chat-id.ts';
 import { mediaFileNameOf } from './message-model.ts';
 import { sniffMimetype, type MediaStore } from './media-store.ts';
 import { loadMedia, type PrepareOptions, type PreparedContent } from './outgoing.ts';
@@ -82,13 +83,6 @@ export interface Operations {
   rejectCall(connectionId: string, callId: string): Promise<void>;
 }
 
-/** The stored chat ids a caller's chatId may name (JID as given, a number's JID, `@c.us` spelled as WhatsApp does). */
-export function chatCandidates(given: string): string[] {
-  const s = given.trim();
-  const digits = s.replace(/^\+/, '').replace(/\D/g, '');
-  return [s, ...(digits ? [`${digits}@s.whatsapp.net`] : []), s.replace(/@c\.us$/, '@s.whatsapp.net')];
-}
-
 /** A WebP sticker from a WebP (as is), PNG or JPEG file: fitted into 512×512 on a transparent background. */
 export async function toStickerWebp(data: Buffer): Promise<Buffer> {
   const type = await sniffMimetype(data);
@@ -123,7 +117,7 @@ export function createOperations(d: OperationsDeps): Operations {
 
   return {
     async revokeMessage(connectionId, messageId, chatIdInput) {
-      const target = d.storedMessage(connectionId, messageId, chatCandidates(chatIdInput));
+      const target = d.storedMessage(connectionId, messageId, [canonicalChatId(store, connectionId, chatIdInput)]);
       const isGroup = isJidGroup(target.chatId) ?? false;
       if (!target.fromMe && !isGroup) throw forbidden('Only your own messages can be deleted for everyone in a 1:1 chat');
       if (target.kind === 'revoked') return target;
@@ -141,7 +135,7 @@ export function createOperations(d: OperationsDeps): Operations {
     },
 
     async forward(connectionId, input) {
-      const source = d.storedMessage(connectionId, input.messageId, chatCandidates(input.fromChatId));
+      const source = d.storedMessage(connectionId, input.messageId, [canonicalChatId(store, connectionId, input.fromChatId)]);
       if (source.kind === 'revoked') throw badRequest('A message deleted for everyone cannot be forwarded');
       const raw = store.messages.getRaw(connectionId, source.id);
       if (!raw) throw badRequest('This message cannot be forwarded (its content is not stored)');
@@ -170,7 +164,7 @@ export function createOperations(d: OperationsDeps): Operations {
       const { jid, chatId } = await d.resolveChat(session, jidInput);
       if (isJidGroup(jid)) throw badRequest('A group cannot be blocked (leave it instead)');
       try {
-        await session.socket!.updateBlockStatus(jid, blocked ? 'block' : 'unblock');
+        await session.setBlocked(jid, blocked);
       } catch (err) {
         throw new ServiceError(502, `The block list could not be updated: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -181,7 +175,7 @@ export function createOperations(d: OperationsDeps): Operations {
       const session = d.onlineSession(connectionId);
       let jids: Array<string | undefined>;
       try {
-        jids = await session.socket!.fetchBlocklist();
+        jids = await session.blocklist();
       } catch (err) {
         throw new ServiceError(502, `The block list could not be read: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -191,7 +185,7 @@ export function createOperations(d: OperationsDeps): Operations {
 
     async rejectCall(connectionId, callId) {
       const session = d.onlineSession(connectionId);
-      await session.calls.reject(session.socket!, callId);
+      await session.rejectCall(callId);
     },
 
     async sendSticker(connectionId, input) {

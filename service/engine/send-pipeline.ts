@@ -3,7 +3,7 @@
  * message, the typing indicator for a random delay that grows with the text length, then `paused`.
  * `skipPresence: true` bypasses all of it. Presence failures never fail the send.
  */
-import { proto, type WASocket } from '@whiskeysockets/baileys';
+import { proto, type WAMessageKey, type WAPresence } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Store } from '../db/store.ts';
 
@@ -18,9 +18,15 @@ export function typingDelayFor(length: number, bounds: { min: number; max: numbe
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
+/** What pacing needs of a session (session.ts `read`, `presence`). */
+export interface PresenceSender {
+  read(keys: WAMessageKey[]): Promise<void>;
+  presence(state: WAPresence, jid?: string): Promise<void>;
+}
+
 /** Reads the chat, shows "typing…" for a human-like time, then clears it. */
 export async function humanizeBeforeSend(
-  sock: WASocket,
+  session: PresenceSender,
   ctx: { store: Store; connectionId: string; chatJid: string; chatId: string; textLength: number; logger: Logger },
   opts: PacingOptions,
 ): Promise<void> {
@@ -29,12 +35,12 @@ export async function humanizeBeforeSend(
     const raw = store.messages.latestIncomingRaw(connectionId, chatId);
     if (raw) {
       const key = proto.WebMessageInfo.decode(raw).key;
-      if (key) await sock.readMessages([key]);
+      if (key) await session.read([key]);
       store.chats.markRead(connectionId, chatId);
     }
-    await sock.sendPresenceUpdate('composing', chatJid);
+    await session.presence('composing', chatJid);
     await new Promise((r) => setTimeout(r, typingDelayFor(ctx.textLength, opts.typingDelayMs)));
-    await sock.sendPresenceUpdate('paused', chatJid);
+    await session.presence('paused', chatJid);
   } catch (err) {
     ctx.logger.warn({ err }, 'presence before send failed; sending anyway');
   }

@@ -9,6 +9,7 @@
 import { proto, type BinaryNode } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 
 /** How a sent message's server acknowledgement ended (see `ServerAcks.expect`). */
 export type ServerAckOutcome = 'accepted' | 'closed' | 'timeout' | { error: string };
@@ -27,7 +28,7 @@ export class ServerAcks {
   readonly #waiters = new Map<string, (outcome: ServerAckOutcome) => void>();
 
   constructor(
-    private readonly d: { store: Store; connectionId: string; userId: string; log: Logger },
+    private readonly d: { store: Store; events: EventLog; connectionId: string; userId: string; log: Logger },
   ) {}
 
   /**
@@ -85,7 +86,7 @@ export class ServerAcks {
       if (!message?.fromMe) return;
       store.tx(() => {
         if (store.messages.setAck(connectionId, message.id, proto.WebMessageInfo.Status.SERVER_ACK)) {
-          store.appendEvent(userId, connectionId, 'message.ack', {
+          this.d.events.append(userId, connectionId, 'message.ack', {
             id: message.id,
             chatId: message.chatId,
             ack: proto.WebMessageInfo.Status.SERVER_ACK,

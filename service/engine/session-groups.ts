@@ -8,12 +8,14 @@
 import { jidNormalizedUser, type BaileysEventMap, type GroupMetadata, type WASocket } from '@whiskeysockets/baileys';
 import type { Logger } from 'pino';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import { GroupCache, isMember, storedGroups } from './groups.ts';
 import { toPnJid } from './message-model.ts';
 import { phoneOf, type SessionContacts } from './session-contacts.ts';
 
 export interface SessionGroupsDeps {
   store: Store;
+  events: EventLog;
   connectionId: string;
   userId: string;
   log: Logger;
@@ -102,7 +104,7 @@ export class SessionGroups {
       const by = delta.author ? toPnJid(delta.author, delta.authorPn, ctx) : null;
       store.tx(() => {
         if (delta.subject) store.chats.upsertMeta(connectionId, { id: delta.id!, name: delta.subject, isGroup: true });
-        store.appendEvent(userId, connectionId, 'group.update', {
+        this.d.events.append(userId, connectionId, 'group.update', {
           groupId: delta.id,
           ...(delta.subject !== undefined && { subject: delta.subject }),
           ...('desc' in delta && { description: delta.desc ?? null }),
@@ -127,7 +129,7 @@ export class SessionGroups {
       );
     }
     if (u.action === 'modify') return;
-    this.d.store.appendEvent(this.d.userId, this.d.connectionId, 'group.participants', {
+    this.d.events.append(this.d.userId, this.d.connectionId, 'group.participants', {
       groupId: u.id,
       action: u.action,
       participants: jids,

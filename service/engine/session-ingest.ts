@@ -19,6 +19,7 @@ import {
 import type { Logger } from 'pino';
 import { messageIdOf, newMessageRecord, type Message, type StoredMessage } from '../db/messages.ts';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import type { FrameGate } from './commit-before-receipt.ts';
 import { eventPayloadOf } from './event-payloads.ts';
 import { storeHistoryPollVotes } from './history-polls.ts';
@@ -49,6 +50,8 @@ const HISTORY_HOLD_MAX_MS = 20_000;
 
 export interface SessionIngestDeps {
   store: Store;
+  /** The event log the ingested changes are appended to. */
+  events: EventLog;
   connectionId: string;
   userId: string;
   log: Logger;
@@ -78,10 +81,12 @@ export class SessionIngest {
     this.userId = d.userId;
   }
 
+  /** A LID ↔ PN pair Baileys learned. */
   onLidMapping(m: BaileysEventMap['lid-mapping.update']): void {
     this.d.contacts.pair(m.lid, m.pn);
   }
 
+  /** `contacts.upsert` / `contacts.update`: names, pushNames and LIDs of contacts. */
   onContacts(list: BaileysEventMap['contacts.update']): void {
     const ctx = this.d.contacts.modelContext();
     const { store } = this.d;
@@ -136,7 +141,7 @@ export class SessionIngest {
     }
   }
 
-
+  /** A history sync chunk: contacts, chats and messages in one transaction, then its held frames go. */
   onHistory(h: BaileysEventMap['messaging-history.set']): void {
     try {
       this.#storeHistory(h);
@@ -193,6 +198,10 @@ export class SessionIngest {
   }
 
 
+  /**
+   * `messages.upsert`: new messages (and the reactions, edits, revokes and poll votes they carry) in one transaction;
+   * incoming media is queued for download after the commit.
+   */
   onMessages(messages: WAMessage[], type: 'notify' | 'append'): void {
     const { store } = this.d;
     const ctx = this.d.contacts.modelContext();
@@ -264,7 +273,7 @@ export class SessionIngest {
     const timestamp = timestampMs ? Math.floor(timestampMs / 1000) : timestampOf(msg);
     const updated = store.messages.vote(this.connectionId, poll.id, voter, selected, timestamp);
     if (!updated) return;
-    store.appendEvent(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
+    this.d.events.append(this.userId, this.connectionId, 'poll.vote', { id: poll.id, chatId, voter, selectedOptions: selected, timestamp });
   }
 
   /** A stored poll of a chat by key id (whichever side created it), with its record and secret. */
@@ -295,7 +304,7 @@ export class SessionIngest {
       if (target.kind === 'revoked') return target;
       if (store.messages.react(this.connectionId, target.id, senderJid, emoji, timestamp)) {
         const fromMe = senderJid === this.d.me()?.jid;
-        store.appendEvent(this.userId, this.connectionId, 'message.reaction', {
+        this.d.events.append(this.userId, this.connectionId, 'message.reaction', {
           id: target.id,
           chatId,
           from: senderJid,
@@ -323,7 +332,7 @@ export class SessionIngest {
       }
       if (target.text !== text) {
         store.messages.edit(this.connectionId, target.id, text, editedAt);
-        store.appendEvent(this.userId, this.connectionId, 'message.edited', {
+        this.d.events.append(this.userId, this.connectionId, 'message.edited', {
           id: target.id,
           chatId,
           from: target.senderJid,
@@ -350,18 +359,19 @@ export class SessionIngest {
     const bySender = target.fromMe === by.fromMe && (by.fromMe || target.senderJid === by.senderJid);
     if (!bySender && !chatId.endsWith('@g.us')) return undefined;
     store.messages.revoke(this.connectionId, target.id);
-    store.appendEvent(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
+    this.d.events.append(this.userId, this.connectionId, 'message.revoked', { id: target.id, chatId, from: target.senderJid, fromMe: target.fromMe });
     const filename = target.media && mediaFileNameOf(target.media);
     if (filename) void this.d.media.remove(this.connectionId, filename).catch(() => undefined);
     return store.messages.get(this.connectionId, target.id);
   }
 
 
+  /** `presence.update`: logs `presence.update` per participant (nothing is stored). */
   onPresence(p: BaileysEventMap['presence.update']): void {
     const ctx = this.d.contacts.modelContext();
     const chatId = p.id.endsWith('@g.us') ? p.id : toPnJid(p.id, null, ctx);
     for (const [participant, presence] of Object.entries(p.presences)) {
-      this.d.store.appendEvent(this.userId, this.connectionId, 'presence.update', {
+      this.d.events.append(this.userId, this.connectionId, 'presence.update', {
         chatId,
         participant: toPnJid(participant, null, ctx),
         presence: presence.lastKnownPresence,
@@ -388,7 +398,7 @@ export class SessionIngest {
     const replaced = before?.kind === 'undecryptable';
     store.messages.upsert(this.connectionId, m, { existed: !isNew });
     if (m.kind === 'undecryptable') {
-      store.appendEvent(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.d.me()?.jid));
+      this.d.events.append(this.userId, this.connectionId, 'message.waiting', eventPayloadOf(m, this.d.me()?.jid));
     } else if (isNew || replaced) {
       // Status posts are not chat messages of the status@broadcast "chat": no unread, hidden from GET /chats.
       const unreadDelta = m.fromMe || m.chatId === STATUS_JID ? 0 : 1;
@@ -396,15 +406,16 @@ export class SessionIngest {
       if (!m.fromMe && m.senderPushName) {
         this.d.contacts.upsert({ jid: m.senderJid, pushName: m.senderPushName, phoneNumber: phoneOf(m.senderJid) });
       }
-      store.appendEvent(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.d.me()?.jid));
+      this.d.events.append(this.userId, this.connectionId, m.fromMe ? 'message.sent' : 'message', eventPayloadOf(m, this.d.me()?.jid));
     }
     const after = isNew ? newMessageRecord(m) : store.messages.get(this.connectionId, m.id)!;
     if (m.fromMe && after.ack !== null && after.ack !== (beforeAck ?? 1)) {
-      store.appendEvent(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
+      this.d.events.append(this.userId, this.connectionId, 'message.ack', { id: m.id, chatId: m.chatId, ack: after.ack });
     }
     return { message: after, isNew, replaced };
   }
 
+  /** `messages.update`: receipts of own messages (`message.ack`), and reads of incoming ones on another device. */
   onMessageUpdates(updates: BaileysEventMap['messages.update']): void {
     const { store } = this.d;
     const ctx = this.d.contacts.modelContext();
@@ -419,7 +430,7 @@ export class SessionIngest {
         const chatId = chatIdOf(key, ctx);
         const id = messageIdOf(true, chatId, key.id);
         if (store.messages.setAck(this.connectionId, id, update.status)) {
-          store.appendEvent(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
+          this.d.events.append(this.userId, this.connectionId, 'message.ack', { id, chatId, ack: update.status });
         }
       }
     });

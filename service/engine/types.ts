@@ -8,11 +8,15 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Message } from '../db/messages.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
+import type { EventLog } from '../events/log.ts';
 import type { NumberCheck } from './number-check.ts';
 import type { Operations } from './operations.ts';
+import type { Profiles } from './profiles.ts';
 
 export interface EngineOptions {
   store: Store;
+  /** The event log the sessions append to (events/log.ts). */
+  events: EventLog;
   logger: Logger;
   /** WhatsApp-protocol WebSocket URL every session connects to (WhatsApp's own when undefined). */
   waUrl?: string;
@@ -91,11 +95,8 @@ export interface MediaFileInfo {
   filename: string | null;
 }
 
-/** Profile of a linked account (interface-spec §2.2). */
-export interface Profile {
-  id: string;
-  pushName: string;
-}
+/** Profile of a linked account (interface-spec §2.2, plus `about` and `pictureUrl`). */
+export type { OwnProfile as Profile, ContactProfile } from './profiles.ts';
 
 export interface SendTextInput {
   /** A JID or a phone number in international format ("+15550101", "15550101"). */
@@ -112,7 +113,7 @@ import type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './
 
 export type { ForwardInput, StickerInput } from './operations.ts';
 
-export interface Engine extends Operations {
+export interface Engine extends Operations, Profiles {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
   start(connectionId: string): void;
   /** Starts every stored connection that is not stopped (service boot). */
@@ -121,6 +122,12 @@ export interface Engine extends Operations {
   restart(connectionId: string): Promise<void>;
   /** Stops the session; with `logout`, unlinks the device from the phone and wipes the auth state. */
   stop(connectionId: string, opts?: { logout?: boolean }): Promise<void>;
+  /**
+   * Deletes a connection (soft): stops its session and unlinks the device, best effort (a phone that cannot be
+   * told is logged and the connection deleted anyway), then stores status `stopped` with reason `deleted` and logs
+   * its `session.status` event. Nothing happens to a connection already stopped.
+   */
+  remove(connectionId: string): Promise<void>;
   /**
    * The status (and its reason) of a running session as this process knows it: while the disk is full it may not
    * be stored yet. Undefined when no session runs for the connection.
@@ -140,8 +147,6 @@ export interface Engine extends Operations {
    * @throws ServiceError 400 malformed phoneNumber, 409 not waiting to be linked (status other than `scan_qr`).
    */
   requestPairingCode(connectionId: string, phoneNumber: string): Promise<string>;
-  /** Profile of an online connection; undefined otherwise. */
-  profile(connectionId: string): Profile | undefined;
   /**
    * Sends a text and returns the stored Message.
    * @throws ServiceError 400 bad chatId / unknown replyTo / not on WhatsApp, 409 connection not online.

@@ -1,6 +1,6 @@
 /**
- * In-process fan-out of committed events to live subscribers (WebSocket clients, later the webhook dispatcher).
- * Events reach the bus only after the transaction that logged them has committed (see db/store.ts).
+ * In-process fan-out of committed events to live subscribers (the WebSocket streams). Events reach the bus only
+ * after the transaction that logged them is on disk (the event log publishes them: log.ts).
  */
 import type { LoggedEvent } from '../db/events.ts';
 

@@ -14,6 +14,7 @@ import type { EventStream, StreamLimits } from './stream/event-stream.ts';
 import { registerWebSocketSupport, streamRoutes } from './stream/routes.ts';
 import type { ApiDeps } from './deps.ts';
 import { registerAuth } from './plugins/auth.ts';
+import { registerConnectionScope } from './plugins/connection-scope.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerHardening } from './plugins/hardening.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
@@ -33,8 +34,10 @@ import { searchRoutes } from './routes/search.ts';
 import { presenceRoutes } from './routes/presence.ts';
 import { sendRoutes } from './routes/send.ts';
 import { operationRoutes } from './routes/operations.ts';
+import { profileRoutes } from './routes/profiles.ts';
 import { eventRoutes } from './routes/events.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import type { ApiInstance, TypeBoxTypeProvider } from './type-provider.ts';
 import { typeBoxValidatorCompiler } from './validation.ts';
@@ -103,6 +106,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const onAuthFailure = await registerRateLimit(app, rateLimit);
   const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
+  registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
   registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
@@ -128,10 +132,11 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, operationRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });
+  if (deps.settings) await app.register(settingsRoutes, { ...deps, settings: deps.settings, prefix: API_PREFIX });
   await app.register(streamRoutes, {
     ...deps,
     streams,

@@ -1,22 +1,19 @@
 /** What the HTTP layer needs from the rest of the service; passed to every route plugin as its options. */
 import type { Billing } from '../billing/billing.ts';
+import type { MachineSettings } from '../config/machine-settings.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
+import type { EventLog } from '../events/log.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
-
-/** What the webhook routes need beyond the store. */
-export interface WebhookDeps {
-  /** Which URLs webhooks may target (checked at create/update). */
-  policy: OutboundPolicy;
-  /** Asks the dispatcher to look for due deliveries now (after a manual retry). */
-  wake(): void;
-  /** Tells the dispatcher a webhook is gone (its connection pool is closed). */
-  deleted?(webhookId: string): void;
-}
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 
 export interface ApiDeps {
   store: Store;
   engine: Engine;
+  /** The event log: the WebSocket streams subscribe to it. */
+  events: EventLog;
+  /** The webhook outbox: test events, retries and replays (its dispatcher, when one runs, is attached to it). */
+  outbox: WebhookOutbox;
   /** Shown as Connection.workerId of new connections. */
   workerId: string;
   version: string;
@@ -28,6 +25,10 @@ export interface ApiDeps {
   storage?: () => 'ok' | 'low' | 'unavailable';
   /** Slots and billing (issue #6); absent: the local provider with the default settings (100 slots per user). */
   billing?: Billing;
-  /** Webhook URL policy and dispatcher; without it webhooks accept only public https:// URLs and wait for the poll. */
-  webhooks?: WebhookDeps;
+  /** Which URLs webhooks may target (checked at create/update); absent: only public https:// URLs. */
+  webhookPolicy?: OutboundPolicy;
+  /** The machine's settings (the `/settings` routes, registered only when present). */
+  settings?: MachineSettings;
+  /** Set when the configured port was taken and the API listens on another one (health `portFallback`). */
+  portFallback?: () => { requested: number; port: number; message: string } | undefined;
 }

@@ -55,6 +55,9 @@ export const ROUTE_SUMMARIES: Record<string, string> = {
   'GET /api/connections/:id/qr': 'QR code to link the connection (503 while booting)',
   'POST /api/connections/:id/pairing-code': 'Code to link the connection by typing it on the phone instead of scanning the QR',
   'GET /api/connections/:id/me': 'Profile of the linked account (connection must be online)',
+  'PATCH /api/connections/:id/me': 'Change the account’s push name or about text',
+  'PUT /api/connections/:id/me/picture': 'Set the account’s profile picture (JPEG or PNG)',
+  'GET /api/connections/:id/contacts/:jid/profile': 'A contact’s name, about text and picture',
   'GET /api/connections/:id/media/:filename': 'Stream a media file',
   'GET /api/connections/:id/chats': 'List chats',
   'GET /api/connections/:id/chats/:chatId/messages': 'Page through a chat’s messages, newest first',
@@ -139,6 +142,8 @@ export interface RouteEntry {
   url: string;
   /** `config.auth === 'none'`. */
   public: boolean;
+  /** `config.owner`: only the machine's owner may call it (the settings routes). */
+  owner: boolean;
   /** Hidden from the document (the docs' own routes). */
   hidden: boolean;
   schema: RouteSchema;
@@ -172,7 +177,14 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
   app.decorate('routeTable', table);
   const record = (route: RouteOptions, url: string, schema: RouteSchema) => {
     for (const method of methods(route))
-      table.push({ method, url, public: route.config?.auth === 'none', hidden: schema.hide === true, schema });
+      table.push({
+        method,
+        url,
+        public: route.config?.auth === 'none',
+        owner: route.config?.owner === true,
+        hidden: schema.hide === true,
+        schema,
+      });
   };
 
   app.addHook('onRoute', (route) => {
@@ -231,6 +243,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
         { name: 'tokens', description: 'API tokens' },
         { name: 'stream', description: 'WebSocket event stream' },
         { name: 'billing' },
+        { name: 'settings', description: 'The machine’s settings (owner only; docs/settings.md)' },
       ],
       components: {
         securitySchemes: {

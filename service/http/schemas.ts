@@ -14,6 +14,9 @@ export const Offset = Type.Integer({ minimum: 0, default: 0 });
 
 export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
+/** `:id` of a connection-scoped route (plugins/connection-scope.ts resolves it to `request.connection`). */
+export const ConnectionParams = Type.Object({ id: Type.String() });
+
 export const MessageSchema = Type.Object({
   id: Type.String(),
   chatId: Type.String(),

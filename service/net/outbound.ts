@@ -7,9 +7,9 @@
  *   `https://` only (outgoing.ts).
  * - Addresses: the host is resolved first (every address of the answer is checked). Loopback, private (RFC 1918),
  *   CGNAT (100.64/10) and ULA (fc00::/7) targets, and `localhost` / `*.localhost`, need LAN access allowed (the
- *   operator switch `allowLanWebhooks`: flag, env or setting), except that in sandbox mode (a test mode) webhook
- *   URLs may target loopback (`http://` too) without it (`allowLoopbackWebhooks`; send-* `url` fetches stay
- *   strict). Link-local (169.254/16, fe80::/10), cloud metadata
+ *   operator switch `allowLanWebhooks`: flag, env or settings.json, docs/settings.md), except that in sandbox mode
+ *   (a test mode) webhook URLs may target loopback (`http://` too) without it (`allowLoopbackWebhooks`; send-* `url`
+ *   fetches stay strict). Link-local (169.254/16, fe80::/10), cloud metadata
  *   (169.254.169.254, fd00:ec2::254, 100.100.100.200, 192.0.0.192), unspecified, multicast, broadcast, reserved
  *   and documentation ranges, IPv4-compatible IPv6 (`::a.b.c.d`), 6to4, Teredo and the service's own port are
  *   always refused. Every spelling is covered: the WHATWG URL parser turns decimal, octal, hex and short IPv4
@@ -111,14 +111,14 @@ export type OutboundUse = 'webhook' | 'fetch';
 export const LAN_SWITCH_HINT = 'serve --allow-lan-webhooks (or SWITCHBOARD_ALLOW_LAN_WEBHOOKS=1, or the allowLanWebhooks setting)';
 
 export interface OutboundPolicyOptions {
-  /** Operator switch from flags/env (`allowLanWebhooks`); the `settings` table can also turn it on. */
+  /** A fixed LAN switch (tests, embedders); the service passes false and reads its settings through `allowLanSetting`. */
   allowLan: boolean;
   /**
    * Webhook URLs may target loopback (127.0.0.0/8, ::1, `localhost`; `http://` too) without `allowLan`: on in
    * sandbox mode, a test mode whose receivers usually run on the same machine. Never applies to send-* `url`.
    */
   allowLoopbackWebhooks?: boolean;
-  /** Reads the `settings` value of `allowLanWebhooks` (checked on every use). */
+  /** Reads the current `allowLanWebhooks` (checked on every use, so a change from the settings API applies at once). */
   allowLanSetting?: () => boolean;
   /** The service's own listen port, once known. */
   ownPort?: number;

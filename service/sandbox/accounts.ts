@@ -58,6 +58,16 @@ export class Accounts {
     return this.store.countAccounts();
   }
 
+  /**
+   * Renames an account (its push name: what `notify` carries on its messages, history syncs and calls from now on).
+   * Writes at once (an admin or IQ write, already serialized) and updates the cached row.
+   */
+  setPushName(pn: string, pushName: string): void {
+    this.store.transaction(() => this.store.setAccountPushName(pn, pushName));
+    const cached = this.byPn.get(pn);
+    if (cached) cached.pushName = pushName;
+  }
+
   /** Account by phone-number digits (cached; account rows' key material never changes). */
   get(pn: string): AccountRow | undefined {
     const cached = this.byPn.get(pn);

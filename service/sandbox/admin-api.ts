@@ -34,6 +34,12 @@
  *   GET  /accounts/:phoneNumber/calls     → 200 [call] placed or received by that phone (in memory)
  *   POST /accounts/:phoneNumber/calls/:callId/end → 200 call | 404 `Call not found` — the caller hangs up (`<terminate>`)
  *   GET  /accounts/:phoneNumber/blocklist → 200 [phone] the accounts that phone blocked (blocklist IQs of its companions)
+ *   GET  /accounts/:phoneNumber/profile   → 200 { phoneNumber, jid, lid, pushName, about, aboutSetAt, picture: { id, url,
+ *        previewUrl, size, sha256, setAt } | null } — the profile as the server keeps it (and contacts see it)
+ *   PATCH /accounts/:phoneNumber/profile { pushName?, about? (null or "" clears), picture?: { base64 } (JPEG kept as
+ *        is, PNG converted to JPEG) | null (removes) } → 200 profile | 400 — as if the phone changed it; a picture
+ *        change is announced to the contacts' companions (`<notification type="picture">`)
+ *   GET  /accounts/:phoneNumber/profile/picture → 200 image/jpeg | 404 `No profile picture`
  *        { to, replyTo?, forwarded? (contextInfo.isForwarded), and exactly one of: text | image | video | audio |
  *        document | sticker | location | contact }
  *        media = { base64, mimetype, filename?, caption?, ptt? (audio only) }; location = { latitude, longitude,
@@ -103,6 +109,7 @@ import type { ChatState, PresenceType } from './signals.ts';
 import { AccountExistsError } from './accounts.ts';
 import { ScanError } from './pairing.ts';
 import { normaliseLinkCode } from './link-code.ts';
+import { MAX_ABOUT, ProfileInputError } from './profiles.ts';
 import type { AccountRow, GroupRow, MessageRow } from './store.ts';
 import { parseHost } from '../net/host.ts';
 import {
@@ -124,6 +131,8 @@ const MAX_MEDIA_BODY = 96 * 1024 * 1024;
 const MAX_HISTORY = 200_000;
 const MAX_TEXT = 65536;
 const MAX_NAME = 100;
+/** Bodies of profile updates may carry a base64 picture. */
+const MAX_PICTURE_BODY = 16 * 1024 * 1024;
 
 class HttpError extends Error {
   constructor(
@@ -496,6 +505,48 @@ export function createAdminHandler(
   on('GET', '/accounts/:phoneNumber/blocklist', (_req, res, p) => {
     const account = accountOf(p.phoneNumber);
     return send(res, 200, ctx.blocklist.list(account.pn).map(formatPhoneNumber));
+  });
+
+  // ---- profiles (profiles.ts) --------------------------------------------------------------------
+
+  on('GET', '/accounts/:phoneNumber/profile', (_req, res, p) => send(res, 200, ctx.profiles.view(accountOf(p.phoneNumber))));
+
+  on('GET', '/accounts/:phoneNumber/profile/picture', (_req, res, p) => {
+    const bytes = ctx.profiles.pictureBytes(accountOf(p.phoneNumber).pn);
+    if (!bytes) throw new HttpError(404, 'No profile picture');
+    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': bytes.length });
+    res.end(bytes);
+  });
+
+  on('PATCH', '/accounts/:phoneNumber/profile', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req, MAX_PICTURE_BODY);
+    const unknown = Object.keys(body).filter((k) => !['pushName', 'about', 'picture'].includes(k));
+    if (unknown.length) throw new HttpError(400, `unknown field ${unknown[0]!} (pushName, about, picture)`);
+    const pushName = body.pushName === undefined ? undefined : requireString(body, 'pushName', MAX_NAME).trim();
+    if (body.about !== undefined && body.about !== null && typeof body.about !== 'string') throw new HttpError(400, 'about must be a string or null');
+    const about = body.about as string | null | undefined;
+    if (typeof about === 'string' && [...about].length > MAX_ABOUT) throw new HttpError(400, `about must be at most ${MAX_ABOUT} characters`);
+    let picture: Buffer | null | undefined;
+    if (body.picture === null) picture = null;
+    else if (body.picture !== undefined) {
+      const b64 = asObject(body.picture, 'picture').base64;
+      if (typeof b64 !== 'string' || !b64 || !BASE64.test(b64.replace(/\s/g, ''))) {
+        throw new HttpError(400, 'picture.base64 is required and must be base64-encoded JPEG or PNG bytes');
+      }
+      picture = Buffer.from(b64, 'base64');
+    }
+    // the picture first: it is the one part that can still be refused (400), and then nothing has changed
+    try {
+      if (picture) await ctx.profiles.setPicture(account, picture);
+    } catch (err) {
+      if (err instanceof ProfileInputError) throw new HttpError(400, err.message);
+      throw err;
+    }
+    if (picture === null) ctx.profiles.removePicture(account);
+    if (about !== undefined) ctx.profiles.setAbout(account.pn, about);
+    if (pushName !== undefined) accounts.setPushName(account.pn, pushName);
+    return send(res, 200, ctx.profiles.view(accounts.get(account.pn)!));
   });
 
   on('POST', '/accounts/:phoneNumber/messages', async (req, res, p) => {

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Accounts } from './accounts.ts';
+import type { AppStateKeys } from './app-state.ts';
 import type { Blocklist } from './blocklist.ts';
 import type { Calls } from './calls.ts';
 import type { ServerIdentity } from './certs.ts';
@@ -14,6 +15,7 @@ import type { MediaHost } from './media.ts';
 import type { Messaging } from './messaging.ts';
 import type { Pairing } from './pairing.ts';
 import type { Phones } from './signal-device.ts';
+import type { Profiles } from './profiles.ts';
 import type { Signals } from './signals.ts';
 import type { Store } from './store.ts';
 
@@ -33,6 +35,10 @@ export interface SandboxContext {
   blocklist: Blocklist;
   /** Calls placed by the phones (signalling only). */
   calls: Calls;
+  /** About texts and profile pictures. */
+  profiles: Profiles;
+  /** The accounts' app-state sync keys (shared with companions; push-name patches). */
+  appState: AppStateKeys;
   signals: Signals;
   /** The HTTPS media host; `media.host` (`host:port`) is advertised in `media_conn` answers. */
   media: MediaHost;

@@ -5,7 +5,8 @@
  * Owns:
  * - which connection currently speaks for `(account, device)` (a newer login replaces the older one
  *   with `<conflict type="replaced"/>`);
- * - the login tail: first login waits for the prekey upload, then queues the inline history sync;
+ * - the login tail: first login waits for the prekey upload, then queues the phone's app-state key share and the
+ *   inline history sync;
  *   re-logins flush the queue with `offline="1"` before `<ib><offline count/>`;
  * - the pump: rows are encrypted at delivery time from the sender's phone (pkmsg first, msg after),
  *   the session state is committed *before* the ciphertext is written, and a row is deleted only when the
@@ -25,7 +26,7 @@ import {
 import { buildHistorySyncMessages } from './history.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
-import type { AccountRow, DeviceRow, OutboxRow } from './store.ts';
+import type { AccountRow, DeviceRow, NewOutbox, OutboxRow } from './store.ts';
 import { companionAddress } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 import { randomBytes } from 'node:crypto';
@@ -119,6 +120,11 @@ export class Delivery {
       if (device.bundleUploaded) await this.onBundleUploaded(conn);
       return;
     }
+    const account = this.ctx.accounts.get(link.pn);
+    if (account && !this.ctx.appState.sharedWith(link.pn, link.deviceId)) {
+      // linked before the sandbox shared app-state keys: the phone sends its key now
+      this.ctx.store.transaction(() => this.ctx.store.insertOutboxNow([this.keyShareRow(account, link.deviceId)]));
+    }
     link.ready = true;
     link.offlineUpTo = this.ctx.store.maxOutboxSeq();
     await this.pump(link);
@@ -157,6 +163,8 @@ export class Delivery {
       store.transaction(() => {
         const messages = buildHistorySyncMessages(store, accounts, account, this.ctx.history);
         const t = unixNow();
+        // the app-state key first (as a phone shares it right after linking), then the history
+        if (!this.ctx.appState.sharedWith(link.pn, link.deviceId)) store.insertOutboxNow([this.keyShareRow(account, link.deviceId)]);
         store.insertOutboxNow(
           messages.map((message) => ({
             pn: link.pn,
@@ -183,6 +191,25 @@ export class Delivery {
     }
     link.ready = true;
     await this.pump(link);
+  }
+
+  /**
+   * The phone's APP_STATE_SYNC_KEY_SHARE for one of its companions, as an outbox row (app-state.ts); marks the key
+   * shared, so call it inside the transaction that inserts the row.
+   */
+  private keyShareRow(account: AccountRow, deviceId: number): NewOutbox {
+    const message = this.ctx.appState.shareFor(account.pn, deviceId);
+    return {
+      pn: account.pn,
+      deviceId,
+      msgId: generateMessageIDV2(pnJid(account.pn)),
+      kind: 'message',
+      senderPn: account.pn,
+      attrs: { from: pnJid(account.pn), type: 'text', category: 'peer', notify: account.pushName, sender_lid: lidJid(account.lid), t: unixNow() },
+      plaintext: Buffer.from(proto.Message.encode(message).finish()),
+      encType: null,
+      ciphertext: null,
+    };
   }
 
   /** New rows were committed for a companion: deliver them if it is online. */

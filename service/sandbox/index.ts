@@ -16,6 +16,7 @@ import type { Duplex } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { Accounts } from './accounts.ts';
+import { AppStateKeys } from './app-state.ts';
 import { HISTORY_MESSAGES_PER_CHAT, HISTORY_MESSAGES_PER_CHUNK } from './history.ts';
 import { MediaHost } from './media.ts';
 import { Signals } from './signals.ts';
@@ -30,6 +31,7 @@ import { Groups } from './groups.ts';
 import { LinkCodes } from './link-code.ts';
 import { Messaging } from './messaging.ts';
 import { Pairing } from './pairing.ts';
+import { Profiles } from './profiles.ts';
 import { seedDemo } from './seed.ts';
 import { ClientConnection } from './session.ts';
 import { Phones } from './signal-device.ts';
@@ -126,6 +128,8 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.groups = new Groups(ctx);
   ctx.blocklist = new Blocklist(store.db);
   ctx.calls = new Calls(ctx);
+  ctx.profiles = new Profiles(ctx);
+  ctx.appState = new AppStateKeys(store.db);
 
   const connections = new Set<ClientConnection>();
   const server = createServer(createAdminHandler(ctx, () => ({ wsUrl, caCertPem: tls.caCertPem })));

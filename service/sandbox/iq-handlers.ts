@@ -3,8 +3,9 @@
  * costs the client `defaultQueryTimeoutMs` (60 s), so unknown ones get a bare `<iq type="result"/>`.
  *
  * Owns: prekey count/upload/digest/rotate and key-bundle fetches (`xmlns="encrypt"`), passive, ping,
- * abt props, blocklist, privacy (settings and tokens), app-state sync echo, media_conn, profile picture
- * (404), dirty bits, companion removal on logout, linking by phone code (`link-code.ts`); usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`.
+ * abt props, blocklist, privacy (settings and tokens), media_conn, dirty bits, companion removal on logout, linking by
+ * phone code (`link-code.ts`); usync is delegated to `usync.ts`, `w:g2` (groups) to `groups.ts`, app-state sync to
+ * `app-state.ts`, profile pictures and about texts (`w:profile:picture`, `status`) to `profiles.ts`.
  */
 import { getBinaryNodeChild, getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
 import type { SandboxContext } from './context.ts';
@@ -12,6 +13,7 @@ import type { ClientConnection } from './session.ts';
 import type { PreKey } from './store.ts';
 import { handleUsync } from './usync.ts';
 import { handleBlocklistIq } from './blocklist.ts';
+import { handleAppStateIq } from './app-state.ts';
 import { bundleNodes } from './key-nodes.ts';
 import { MEDIA_AUTH } from './media.ts';
 
@@ -64,7 +66,7 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
       }
       return conn.reply(iq);
     case 'w:sync:app:state':
-      return handleAppStateSync(conn, iq);
+      return handleAppStateIq(ctx, conn, iq);
     case 'w:m':
       return conn.reply(iq, [
         {
@@ -74,7 +76,9 @@ export async function handleIq(ctx: SandboxContext, conn: ClientConnection, iq: 
         },
       ]);
     case 'w:profile:picture':
-      return conn.replyError(iq, '404', 'item-not-found');
+      return ctx.profiles.handlePictureIq(conn, iq);
+    case 'status':
+      return ctx.profiles.handleStatusIq(conn, iq);
     case 'md':
       if (child === 'remove-companion-device' && first) return removeCompanion(ctx, conn, iq, first);
       if (child === 'link_code_companion_reg' && first) return ctx.linkCodes.onIq(conn, iq, first);
@@ -176,19 +180,6 @@ function answerKeyBundles(ctx: SandboxContext, conn: ClientConnection, iq: Binar
     users.push({ tag: 'user', attrs: { jid }, content: bundleNodes(d, preKey) });
   }
   conn.reply(iq, [{ tag: 'list', attrs: {}, content: users }]);
-}
-
-/**
- * `iq set w:sync:app:state`: echo **every** requested collection at its version with no patches, so the
- * client marks each one done (pitfall D3: omitting one makes it re-query in a loop).
- */
-function handleAppStateSync(conn: ClientConnection, iq: BinaryNode): void {
-  const sync = getBinaryNodeChild(iq, 'sync');
-  const collections = getBinaryNodeChildren(sync, 'collection').map((c) => ({
-    tag: 'collection',
-    attrs: { name: c.attrs.name ?? '', version: c.attrs.version ?? '0' },
-  }));
-  conn.reply(iq, [{ tag: 'sync', attrs: {}, content: collections }]);
 }
 
 /** `iq set md <remove-companion-device jid reason/>` (sent by `logout()`): unlink that companion. */

@@ -5,7 +5,8 @@
  * - WhatsApp media encryption (`mediaKey` → HKDF "WhatsApp <Type> Keys" → AES-256-CBC + 10-byte HMAC),
  *   used by the simulated phones to send media and to read what companions uploaded (hashes verified);
  * - client uploads `POST /mms/<type>/<token>?auth=…` (token = base64url SHA-256 of the body) answered with
- *   `{ url, direct_path }`, and downloads `GET <direct_path>` — 404 once a blob was expired;
+ *   `{ url, direct_path }`, and downloads `GET <direct_path>` — 404 once a blob was expired; profile pictures
+ *   (profiles.ts) are served from the same table as plain `image/jpeg`;
  * - media re-upload: a companion's `<receipt type="server-error">` is answered by its own phone with a
  *   `mediaretry` notification carrying the new direct path (AES-GCM, HKDF "WhatsApp Media Retry Notification").
  * Blobs live in the `media_blobs` table keyed by the path part of the direct path.
@@ -249,7 +250,9 @@ export class MediaHost {
     if (req.method === 'GET' || req.method === 'HEAD') {
       const blob = this.store.getBlob(url.pathname);
       if (!blob?.body) return reply(404, { error: 'not found' });
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': blob.body.length });
+      // profile pictures are plain JPEG (profiles.ts); message media is encrypted
+      const type = blob.mediaType === 'profile-picture' ? 'image/jpeg' : 'application/octet-stream';
+      res.writeHead(200, { 'content-type': type, 'content-length': blob.body.length });
       res.end(req.method === 'HEAD' ? undefined : blob.body);
       return;
     }

@@ -221,6 +221,36 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (pn, blocked_pn)
   ) WITHOUT ROWID;
   `,
+  // v6: profiles (about text, profile picture) and the app-state sync key each account's phone shares with its
+  // companions (so they can write app-state patches, e.g. the push name)
+  `
+  -- about (status text) and picture of an account; the picture's full image and preview are media_blobs rows
+  CREATE TABLE profiles (
+    pn TEXT PRIMARY KEY REFERENCES accounts(pn) ON DELETE CASCADE,
+    about TEXT,
+    about_set_at INTEGER,
+    picture_id TEXT,
+    picture_path TEXT,
+    preview_path TEXT,
+    picture_set_at INTEGER
+  ) WITHOUT ROWID;
+
+  -- the account's app-state sync key (6-byte id, 32-byte key data), made on first use
+  CREATE TABLE app_state_keys (
+    pn TEXT PRIMARY KEY REFERENCES accounts(pn) ON DELETE CASCADE,
+    key_id BLOB NOT NULL,
+    key_data BLOB NOT NULL,
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  -- companions the phone already sent its app-state key to
+  CREATE TABLE app_state_key_shares (
+    pn TEXT NOT NULL,
+    device_id INTEGER NOT NULL,
+    PRIMARY KEY (pn, device_id),
+    FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /**

@@ -320,6 +320,7 @@ function prepareStatements(db: Database.Database) {
        VALUES (@pn, @lid, @push_name, @registration_id, @identity_pub, @identity_priv, @signed_prekey_id,
          @signed_prekey_pub, @signed_prekey_priv, @signed_prekey_sig, @next_prekey_id, @next_device_id, @created_at)`,
     ),
+    setAccountPushName: db.prepare<[string, string]>('UPDATE accounts SET push_name = ? WHERE pn = ?'),
     allocateDeviceId: db.prepare<[string], { id: number }>(
       'UPDATE accounts SET next_device_id = next_device_id + 1 WHERE pn = ? RETURNING next_device_id - 1 AS id',
     ),
@@ -698,6 +699,11 @@ export class Store {
       });
       for (const k of preKeys) this.s.insertPhonePreKey.run(a.pn, k.keyId, k.pub, k.priv);
     });
+  }
+
+  /** Change an account's push name (the name its phone and companions go by). */
+  setAccountPushName(pn: string, pushName: string): void {
+    this.s.setAccountPushName.run(pushName, pn);
   }
 
   /** Reserve the next companion device id (≥ 1) of an account. */

@@ -4,8 +4,9 @@
  * Owns: per queried user (by `jid` or by `<contact>+phone</contact>`): `devices` (device 0 plus every
  * linked companion with `key-index`, which Baileys requires for non-zero devices), `lid` (always for
  * PN users of sandbox accounts — a PN without LID makes the client's send fail with "All encryptions
- * failed"), and `contact` (`in` for sandbox accounts, `out` otherwise). Unknown numbers get an empty
- * device list and no LID; other protocols get no child (the client then leaves them undefined).
+ * failed"), `contact` (`in` for sandbox accounts, `out` otherwise) and `status` (the about text, profiles.ts).
+ * Unknown numbers get an empty device list and no LID; other protocols get no child (the client then leaves them
+ * undefined).
  */
 import { getBinaryNodeChild, getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
 import type { SandboxContext } from './context.ts';
@@ -58,6 +59,8 @@ export function handleUsync(ctx: SandboxContext, conn: ClientConnection, iq: Bin
         if (account && !queriedByLid) children.push({ tag: 'lid', attrs: { val: lidJid(account.lid) } });
       } else if (protocol === 'contact') {
         children.push({ tag: 'contact', attrs: { type: account ? 'in' : 'out' } });
+      } else if (protocol === 'status') {
+        children.push(ctx.profiles.usyncStatusNode(account, conn.pn));
       }
     }
     users.push({ tag: 'user', attrs: { jid }, content: children });

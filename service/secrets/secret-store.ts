@@ -26,21 +26,23 @@ export class KeyringSecretStore implements SecretStore {
   constructor(
     private readonly Entry: typeof import('@napi-rs/keyring').Entry,
     private readonly service = DEFAULT_SERVICE,
+    /** Entry options, e.g. `{ linux: { store: 'secret-service' } }` to refuse the kernel keyring's fallback. */
+    private readonly options?: import('@napi-rs/keyring').EntryOptions,
   ) {}
 
-  static async load(service = DEFAULT_SERVICE): Promise<KeyringSecretStore> {
+  static async load(service = DEFAULT_SERVICE, options?: import('@napi-rs/keyring').EntryOptions): Promise<KeyringSecretStore> {
     const { Entry } = await import('@napi-rs/keyring');
-    return new KeyringSecretStore(Entry, service);
+    return new KeyringSecretStore(Entry, service, options);
   }
 
   async get(key: string): Promise<string | undefined> {
-    return new this.Entry(this.service, key).getPassword() ?? undefined;
+    return new this.Entry(this.service, key, this.options).getPassword() ?? undefined;
   }
   async set(key: string, value: string): Promise<void> {
-    new this.Entry(this.service, key).setPassword(value);
+    new this.Entry(this.service, key, this.options).setPassword(value);
   }
   async delete(key: string): Promise<boolean> {
-    return new this.Entry(this.service, key).deletePassword();
+    return new this.Entry(this.service, key, this.options).deletePassword();
   }
   /** Writes, reads back and deletes a probe entry: throws when no keychain is usable. */
   async probe(): Promise<void> {

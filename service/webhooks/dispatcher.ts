@@ -1,10 +1,11 @@
 /**
  * The webhook dispatcher (DESIGN §4): drains the durable outbox in `webhook_deliveries`.
  *
- * - Fresh rows are claimed at insert (store.setOutboxClaimer): while a webhook's lane has room, its outbox row is
- *   written already `delivering` in the transaction of its event and handed over when that commits — no claim
- *   transaction and no table scan on the hot path. Everything else (backlog, retries, rows of a previous run) is
- *   claimed from the table: woken after a commit that wrote `pending` rows (store.onOutbox), by a timer set to the
+ * - Fresh rows are claimed at insert (the dispatcher is the outbox's OutboxDrain, outbox.ts): while a webhook's
+ *   lane has room, its outbox row is written already `delivering` in the transaction of its event and handed over
+ *   when that commits — no claim transaction and no table scan on the hot path. Everything else (backlog, retries,
+ *   rows of a previous run) is claimed from the table: woken after a commit that wrote `pending` rows, by a timer
+ *   set to the
  *   next due retry, and by a 1 s poll as a safety net; one transaction claims due rows of every active webhook
  *   (lease, attempts + 1).
  * - Each webhook has its own in-memory queue and concurrency limit, so a slow or failing consumer never delays
@@ -24,8 +25,9 @@
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { ClaimedDelivery, DeliveryOutcome } from '../db/deliveries.ts';
-import type { OutboxClaimer, Store } from '../db/store.ts';
+import type { Store } from '../db/store.ts';
 import type { WebhookRow } from '../db/webhooks.ts';
+import type { OutboxDrain, WebhookOutbox } from './outbox.ts';
 import { secretKey, signatureHeaders } from './signing.ts';
 import { OutboundPolicy, UNREACHABLE, portOf, reasonOf } from '../net/outbound.ts';
 
@@ -39,6 +41,8 @@ const FLUSH_MS = 10;
 
 export interface DispatcherOptions {
   store: Store;
+  /** The outbox it drains: fresh rows are handed over at insert while the dispatcher runs. */
+  outbox: WebhookOutbox;
   logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
   policy: OutboundPolicy;
   /** ms before attempts 1..N; its length is the maximum number of attempts. */
@@ -68,9 +72,10 @@ interface HookInfo {
   key: Buffer;
 }
 
-export class WebhookDispatcher implements OutboxClaimer {
-  readonly #o: Required<Omit<DispatcherOptions, 'store' | 'logger' | 'policy'>>;
+export class WebhookDispatcher implements OutboxDrain {
+  readonly #o: Required<Omit<DispatcherOptions, 'store' | 'outbox' | 'logger' | 'policy'>>;
   readonly #store: Store;
+  readonly #outbox: WebhookOutbox;
   readonly #log: DispatcherOptions['logger'];
   readonly #policy: OutboundPolicy;
   readonly #lanes = new Map<string, WebhookLane>();
@@ -86,7 +91,6 @@ export class WebhookDispatcher implements OutboxClaimer {
   #backlog = true;
   #timer: NodeJS.Timeout | undefined;
   #sweep: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
   #running = false;
   readonly #idle = new Set<() => void>();
   /** Counters for benchmarks and logs. */
@@ -94,6 +98,7 @@ export class WebhookDispatcher implements OutboxClaimer {
 
   constructor(opts: DispatcherOptions) {
     this.#store = opts.store;
+    this.#outbox = opts.outbox;
     this.#log = opts.logger;
     this.#policy = opts.policy;
     this.#o = {
@@ -118,7 +123,7 @@ export class WebhookDispatcher implements OutboxClaimer {
     return this.#o.leaseMs;
   }
 
-  /** OutboxClaimer: room for one more fresh row of the webhook? Reserves it. */
+  /** OutboxDrain: room for one more fresh row of the webhook? Reserves it. */
   reserve(webhookId: string): boolean {
     if (!this.#running) return false;
     const lane = this.#lane(webhookId);
@@ -127,7 +132,7 @@ export class WebhookDispatcher implements OutboxClaimer {
     return true;
   }
 
-  /** OutboxClaimer: the reserved rows are committed; they are sent from the next tick. */
+  /** OutboxDrain: the reserved rows are committed; they are sent from the next tick. */
   committed(rows: ClaimedDelivery[]): void {
     for (const d of rows) {
       const lane = this.#lane(d.webhookId);
@@ -145,7 +150,7 @@ export class WebhookDispatcher implements OutboxClaimer {
     }
   }
 
-  /** OutboxClaimer: the reserved rows were rolled back. */
+  /** OutboxDrain: the reserved rows were rolled back. */
   abandoned(rows: readonly ClaimedDelivery[]): void {
     for (const d of rows) {
       const lane = this.#lanes.get(d.webhookId);
@@ -159,13 +164,15 @@ export class WebhookDispatcher implements OutboxClaimer {
     this.#running = true;
     const { requeued, failed } = this.#store.deliveries.requeue({ all: true, maxAttempts: this.maxAttempts });
     if (requeued || failed) this.#log.info({ requeued, failed }, 'webhook deliveries recovered after restart');
-    this.#unsubscribe = this.#store.onOutbox(() => {
-      this.#backlog = true;
-      this.wake();
-    });
-    this.#store.setOutboxClaimer(this);
+    this.#outbox.attach(this);
     this.#sweep = setInterval(() => this.#sweepLeases(), 60_000);
     this.#sweep.unref();
+    this.wake();
+  }
+
+  /** OutboxDrain: a commit wrote `pending` rows; claims them from the table soon. */
+  backlog(): void {
+    this.#backlog = true;
     this.wake();
   }
 
@@ -188,9 +195,8 @@ export class WebhookDispatcher implements OutboxClaimer {
     } catch (err) {
       this.#log.warn({ err }, 'committing the open batch before closing the webhook dispatcher failed');
     }
-    this.#store.setOutboxClaimer(undefined);
+    this.#outbox.detach(this);
     this.#running = false;
-    this.#unsubscribe?.();
     clearTimeout(this.#timer);
     clearInterval(this.#sweep);
     for (const lane of this.#lanes.values()) {

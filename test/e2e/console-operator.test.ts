@@ -3,7 +3,10 @@
  * as a child process: the sign-in hint names the command for the running mode; at phone width (390×844) the chat
  * list and the thread take turns and the connection picker stays reachable; when the service stops, a banner
  * says so within 5 s and statuses read "unknown", and after a restart on the same port everything recovers by
- * itself; a revoked console token returns to sign-in with the reason. Screenshots go to test-results/screenshots/.
+ * itself; a revoked console token returns to sign-in with the reason; a 2,000-message thread is virtualized (a few
+ * dozen rows in the DOM, the row in view kept in place while older pages load, the bottom followed unless the
+ * operator scrolled up); a slow API answer never brings back a status older than the latest event; a deleted
+ * connection stays listed under Deleted, read-only. Screenshots go to test-results/screenshots/.
  * Skipped, with the reason printed, when no Chromium is installed.
  */
 import fs from 'node:fs';
@@ -14,6 +17,8 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { checkView, settled } from '../helpers/axe.ts';
+import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -23,8 +28,10 @@ if (!haveChromium) console.log(`[console operator e2e] skipped: no Chromium at $
 const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
-const SHOTS = path.resolve('test-results/screenshots');
-const AXE_SOURCE = fs.readFileSync(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
+/** A contact with a 2,000-message history (synced at pairing), three days old: the virtualized thread. */
+const DAVE = '+15550108';
+const DAVE_JID = '15550108@s.whatsapp.net';
+const HISTORY = 2000;
 
 describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint', { timeout: 120_000 }, () => {
   let dataDir: string;
@@ -48,10 +55,9 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
   };
   const sandbox = async (route: string, body: unknown) =>
     (await fetch(`${service.sandboxUrl}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  const shot = (name: string) => saveShot(page, name);
 
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-console-op-'));
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-chromium-op-'));
     port = '0';
@@ -62,7 +68,15 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     token = created.stdout.trim();
     tokenId = ((await api('GET', '/tokens')).body as unknown as Array<{ id: string }>)[0]!.id;
 
-    // A paired connection with one chat, through the API and the sandbox admin API.
+    // A paired connection with one chat and a long history, through the API and the sandbox admin API.
+    const dave = await fetch(`${service.sandboxUrl}/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phoneNumber: DAVE, pushName: 'Dave Long' }),
+    });
+    expect(dave.status).toBe(201);
+    const threeDaysAgo = Math.floor(Date.now() / 1000) - 3 * 86_400 - HISTORY;
+    expect(await sandbox(`/accounts/${encodeURIComponent(PHONE)}/history`, { with: DAVE, count: HISTORY, startAt: threeDaysAgo })).toBe(201);
     const conn = await api('POST', '/connections', { name: 'ops' });
     connectionId = conn.body.id as string;
     const qr = await waitFor('a QR code', async () => {
@@ -114,6 +128,9 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     // The hint follows the health answer (sandbox or not), which arrives just after the page.
     await page.getByTestId('token-command').filter({ hasText: '--sandbox' }).waitFor();
     await expect(page.getByTestId('token-command').textContent()).resolves.toBe('switchboard token create --user NAME --sandbox');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect(await checkView(page, 'sign-in')).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
     await page.getByTestId('token-input').fill(token);
     await page.getByRole('button', { name: 'Open console' }).click();
     await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
@@ -125,7 +142,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await page.getByTestId('nav-chats').click();
     const alice = page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`);
     await alice.waitFor();
-    await shot('phone-chat-list');
+    expect(await checkView(page, 'phone-chats')).toEqual([]);
     const listBox = await alice.boundingBox();
     expect(listBox!.width).toBeGreaterThan(300); // the list takes the width, not a squeezed column
     await alice.click();
@@ -133,7 +150,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await expect(alice.isVisible()).resolves.toBe(false);
     const thread = await page.getByTestId('thread-scroll').boundingBox();
     expect(thread!.width).toBeGreaterThan(300);
-    await shot('phone-thread');
+    expect(await checkView(page, 'phone-thread')).toEqual([]);
     await page.getByTestId('thread-back').click();
     await alice.waitFor();
   });
@@ -197,6 +214,91 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     });
     await page.getByTestId('thread-back').click();
     await page.locator('[data-testid="chat-item"][data-chat-id="15550177@s.whatsapp.net"]').waitFor();
+    // Or from the contacts list (the dialog is checked for accessibility in both schemes too).
+    await page.getByTestId('new-chat').click();
+    await page.getByLabel('Filter contacts').fill('Bob');
+    const bob = page.getByTestId('new-chat-contact').filter({ hasText: 'Bob Sandbox' });
+    await bob.waitFor();
+    expect(await checkView(page, 'phone-new-chat', { screenshot: false })).toEqual([]);
+    await bob.click();
+    await expect(page.getByTestId('thread-title').textContent()).resolves.toBe('Bob Sandbox');
+    await page.getByTestId('thread-back').click();
+  });
+
+  it('virtualizes a 2,000-message thread: few rows in the DOM, place kept while older pages load, bottom followed unless scrolled up', async () => {
+    await waitFor(
+      'the synced history',
+      async () => {
+        let stored = 0;
+        for (let before: string | null = '', n = 0; before !== null && n < 5; n++) {
+          const res = await api('GET', `/connections/${connectionId}/chats/${DAVE_JID}/messages?limit=500${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+          stored += (res.body.messages as unknown[] | undefined)?.length ?? 0;
+          before = (res.body.nextBefore as string | null | undefined) ?? null;
+        }
+        return stored >= HISTORY ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const scroller = page.getByTestId('thread-scroll');
+    const rendered = () => page.locator('[data-testid="message"]').count();
+    /** Top (px) of a row, from the thread's top. */
+    const topOf = (row: ReturnType<Page['locator']>) =>
+      row.evaluate((el) => el.getBoundingClientRect().top - el.closest('[data-testid="thread-scroll"]')!.getBoundingClientRect().top);
+    await page.locator(`[data-testid="chat-item"][data-chat-id="${DAVE_JID}"]`).click();
+    await scroller.getByText(`History message ${HISTORY} of ${HISTORY}`).waitFor();
+    // Each message is an article named by its sender and time (what assistive technology reads).
+    await expect(page.getByRole('article', { name: /^(You|Dave Long|15550108) at \d{1,2}:\d{2}/ }).first().isVisible()).resolves.toBe(true);
+
+    // Ten older pages, each held until the first row has been measured: that row stays where it was.
+    let release: (() => void) | undefined;
+    const olderPage = (url: URL) => decodeURIComponent(url.pathname).endsWith(`/chats/${DAVE_JID}/messages`) && url.searchParams.has('before');
+    await page.route(olderPage, async (route) => {
+      await new Promise<void>((r) => (release = r));
+      await route.continue();
+    });
+    for (let pageNo = 1; pageNo <= 10; pageNo++) {
+      release = undefined;
+      await scroller.evaluate((el) => (el.scrollTop = 0));
+      await waitFor('the older page requested', () => (release ? true : undefined));
+      const first = page.locator('.thread-row[data-index="0"]');
+      const text = (await first.locator('[data-testid="message"] p').first().textContent())!;
+      const before = await topOf(first);
+      const anchored = page.locator('.thread-row').filter({ has: page.getByText(text, { exact: true }) });
+      release!();
+      // Shown once the row that was first is the 31st (30 older messages above it).
+      await waitFor('the older page shown', async () => ((await anchored.getAttribute('data-index', { timeout: 500 }).catch(() => null)) === '30' ? true : undefined));
+      await page.getByTestId('loading-older').waitFor({ state: 'detached' });
+      const after = await topOf(anchored);
+      expect(Math.abs(after - before), `page ${pageNo}: ${text} moved from ${before} to ${after}`).toBeLessThanOrEqual(2);
+      expect(await rendered()).toBeLessThan(60);
+    }
+    // 330 messages loaded (the newest is the 330th row), a few dozen in the DOM.
+    await scroller.evaluate((el) => (el.scrollTop = el.scrollHeight));
+    const newest = page.locator('.thread-row').filter({ has: page.getByText(`History message ${HISTORY} of ${HISTORY}`, { exact: true }) });
+    await expect(newest.getAttribute('data-index')).resolves.toBe('329');
+    expect(await rendered()).toBeLessThan(60);
+    expect(await scroller.evaluate((el) => el.querySelectorAll('*').length)).toBeLessThan(2_500);
+    await page.unroute(olderPage);
+
+    // Scrolled up, a new message does not move the view; it is counted on the jump button.
+    await scroller.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+    await waitFor('the middle of the thread rendered', async () => (Number(await page.locator('.thread-row').first().getAttribute('data-index')) < 250 ? true : undefined));
+    const reading = page.locator('.thread-row').nth(3);
+    const index = (await reading.getAttribute('data-index'))!;
+    const readingTop = await topOf(reading);
+    expect(await sandbox(`/accounts/${encodeURIComponent(DAVE)}/messages`, { to: PHONE, text: 'Dave is back today' })).toBe(201);
+    await page.locator('[data-testid="jump-to-newest"][data-unseen="1"]').waitFor();
+    expect(Math.abs((await topOf(page.locator(`.thread-row[data-index="${index}"]`))) - readingTop)).toBeLessThanOrEqual(2);
+    await page.getByTestId('jump-to-newest').getByRole('button').click();
+    await scroller.getByText('Dave is back today').waitFor();
+    // The new day has its separator above it.
+    await expect(page.getByTestId('date-separator').last().textContent()).resolves.toBe('Today');
+    // At the bottom, the next message is followed and announced.
+    expect(await sandbox(`/accounts/${encodeURIComponent(DAVE)}/messages`, { to: PHONE, text: 'And once more' })).toBe(201);
+    await scroller.getByText('And once more').waitFor();
+    await waitFor('the thread at the bottom', () => scroller.evaluate((el) => (el.scrollHeight - el.scrollTop - el.clientHeight < 2 ? true : undefined)));
+    await expect(page.getByTestId('message-announcer').textContent()).resolves.toBe('New message from Dave Long: And once more');
+    await page.getByTestId('thread-back').click();
   });
 
   it('reaches every one of 250 chats: the oldest by scrolling the list and by the server-side filter', async () => {
@@ -323,7 +425,6 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
       await expect(gone.getByRole('button').count()).resolves.toBe(0); // nothing to act on
       await expect(page.locator('[data-testid="deleted-connection-row"]').count()).resolves.toBe(1);
       await expect(page.locator(`[data-testid="deleted-connection-row"][data-id="${connectionId}"]`).count()).resolves.toBe(0);
-      if (!reload) await shot('phone-connections-deleted');
       await page.getByTestId('connections-filter').getByText('Active').click();
       await page.locator(`[data-testid="connection-row"][data-id="${connectionId}"]`).waitFor();
       await expect(page.locator(`[data-testid="connection-row"][data-id="${createdId}"]`).count()).resolves.toBe(0);
@@ -349,40 +450,67 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     await expect(page.getByTestId('nav-tokens').getAttribute('aria-current')).resolves.toBe('page');
   });
 
-  it('has no serious or critical accessibility violations in any view, light or dark (axe-core)', async () => {
-    const origin = new URL(service.apiUrl).origin;
+  it('has no serious or critical accessibility violations in any view, light or dark (axe-core), one h1 each, named message actions', async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
+    // Alice's chat on top of the list for the chats view.
+    expect(await sandbox(`/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'See you at the standup' })).toBe(201);
+    const views: Array<{ name: string; nav: string; ready: () => Promise<unknown>; after?: () => Promise<unknown> }> = [
+      { name: 'connections', nav: 'connections', ready: () => page.getByTestId('connection-row').first().waitFor() },
+      {
+        name: 'connections-deleted',
+        nav: 'connections',
+        ready: async () => {
+          await page.getByTestId('connections-filter').getByText('Deleted').click();
+          await page.getByTestId('deleted-connection-row').first().waitFor();
+        },
+        after: () => page.getByTestId('connections-filter').getByText('Active').click(),
+      },
+      {
+        name: 'pairing',
+        nav: 'connections',
+        ready: async () => {
+          await page.getByTestId('new-connection').click();
+          await page.waitForFunction(() => {
+            const doc = (globalThis as unknown as { document: { querySelector(s: string): { complete: boolean; naturalWidth: number } | null } }).document;
+            const img = doc.querySelector('[data-testid="pairing-qr"]');
+            return !!img && img.complete && img.naturalWidth > 0;
+          });
+        },
+        after: async () => {
+          await page.keyboard.press('Escape');
+          await page.getByTestId('pairing-panel').waitFor({ state: 'detached' });
+        },
+      },
+      {
+        name: 'chats',
+        nav: 'chats',
+        ready: async () => {
+          await page.locator(`[data-testid="chat-item"][data-chat-id="${ALICE_JID}"]`).click();
+          await page.getByTestId('thread-scroll').getByText('See you at the standup').waitFor();
+        },
+      },
+      { name: 'webhooks', nav: 'webhooks', ready: () => page.getByTestId('webhook-row').first().waitFor() },
+      { name: 'tokens', nav: 'tokens', ready: () => page.getByTestId('tokens-table').waitFor() },
+      { name: 'billing', nav: 'billing', ready: () => page.getByTestId('billing-slots').waitFor() },
+      { name: 'events', nav: 'events', ready: () => page.getByTestId('event-row').first().waitFor() },
+      { name: 'settings', nav: 'settings', ready: () => page.getByText('Sandbox (simulated WhatsApp)').waitFor() },
+    ];
     const report: string[] = [];
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      for (const view of ['connections', 'chats', 'webhooks', 'tokens', 'billing', 'events', 'settings']) {
-        await page.goto(`${origin}/#/${view}`);
-        await page.getByTestId('token-input').or(page.getByTestId(`nav-${view}`)).first().waitFor();
-        if (await page.getByTestId('token-input').isVisible()) {
-          await page.getByTestId('token-input').fill(token);
-          await page.getByRole('button', { name: 'Open console' }).click();
-        }
-        await page.getByTestId(`nav-${view}`).waitFor();
-        await page.waitForTimeout(400);
-        if (view === 'chats') await page.locator('[data-testid="chat-item"]').first().click();
-        await page.evaluate(AXE_SOURCE); // evaluated through the devtools protocol: the page's CSP stays as it is
-        const violations = await page.evaluate(async () => {
-          const axe = (globalThis as unknown as { axe: { run(ctx: unknown, o: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }> }> }> } }).axe;
-          const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
-          const detail = (n: { target: string[]; any?: Array<{ data?: { fgColor?: string; bgColor?: string; contrastRatio?: number } }> }) => {
-            const d = n.any?.[0]?.data;
-            return `${n.target.join(' ')}${d?.fgColor ? ` [${d.fgColor} on ${d.bgColor}: ${d.contrastRatio}]` : ''}`;
-          };
-          return r.violations
-            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-            .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map(detail).join(' | ')}`);
-        });
-        report.push(...violations.map((v) => `${scheme} ${view}: ${v}`));
-        await page.screenshot({ path: path.join(SHOTS, `view-${view}-${scheme}.png`) });
-        if (process.env.UPDATE_SCREENSHOTS) fs.copyFileSync(path.join(SHOTS, `view-${view}-${scheme}.png`), path.resolve('docs/screenshots', `view-${view}-${scheme}.png`));
+    for (const view of views) {
+      await page.getByTestId(`nav-${view.nav}`).click();
+      await view.ready();
+      await settled(page);
+      report.push(...(await checkView(page, view.name)));
+      const h1 = await page.locator('h1').count();
+      if (h1 !== 1) report.push(`${view.name}: ${h1} h1 elements`);
+      if (view.name === 'chats') {
+        // Each message's menu button is named by its action and its message (sender and time), not "Message actions".
+        const names = await page.getByTestId('message-actions').evaluateAll((els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
+        expect(names.length).toBeGreaterThan(3);
+        for (const name of names) expect(name).toMatch(/^Actions for the message from (You|Alice Sandbox) at \d{1,2}:\d{2}/);
       }
+      await view.after?.();
     }
-    await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 390, height: 844 });
     expect(report).toEqual([]);
   });

@@ -15,6 +15,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeQrDataUrl } from '../helpers/qr.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
+import { settled } from '../helpers/axe.ts';
+import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -24,8 +26,6 @@ if (!haveChromium) console.log(`[console e2e] skipped: no Chromium at ${CHROMIUM
 const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
-const SHOTS = path.resolve('test-results/screenshots');
-const DOCS_SHOTS = path.resolve('docs/screenshots');
 const EXTRA_HISTORY = 40;
 /** Runs in the page: whether the image matching `selector` has loaded. */
 const imageLoaded = (selector: string) => {
@@ -59,18 +59,12 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   const shot = async (name: string) => {
-    await page.waitForTimeout(250); // let transitions settle
-    const file = path.join(SHOTS, `${name}.png`);
-    await page.screenshot({ path: file });
-    if (process.env.UPDATE_SCREENSHOTS) {
-      fs.mkdirSync(DOCS_SHOTS, { recursive: true });
-      fs.copyFileSync(file, path.join(DOCS_SHOTS, `${name}.png`));
-    }
+    await settled(page); // no colour mid-transition
+    await saveShot(page, name);
   };
   const nav = (view: string) => page.getByTestId(`nav-${view}`).click();
 
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-console-'));
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-chromium-'));
     receiver = http.createServer((req, res) => {
@@ -139,7 +133,7 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     const row = page.getByTestId('connection-row').first();
     connectionId = (await row.getAttribute('data-id'))!;
     await row.locator('[data-testid="status-badge"][data-status="online"]').waitFor({ timeout: 30_000 });
-    await expect(row.textContent()).resolves.toContain(PHONE);
+    await row.getByText(PHONE).waitFor(); // the record read once linked
     await shot('03-connections');
   });
 
@@ -194,8 +188,14 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
 
   it('receives a message live and replies to it with a quote', async () => {
     await sandbox('POST', `/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'Are you there, console?' });
+    // The operator is reading the start of the history: the new message does not move the view, it is counted on
+    // the jump button, which brings the newest messages back.
+    await page.locator('[data-testid="jump-to-newest"][data-unseen="1"]').waitFor({ timeout: 20_000 });
+    await expect(page.getByTestId('history-start').isVisible()).resolves.toBe(true);
+    await page.getByRole('button', { name: 'Jump to the newest message (1 new)' }).click();
     const incoming = page.locator('[data-testid="message"][data-from-me="false"]', { hasText: 'Are you there, console?' });
     await incoming.waitFor({ timeout: 20_000 });
+    await page.getByTestId('jump-to-newest').waitFor({ state: 'detached' });
     await incoming.getByTestId('message-actions').click();
     await page.getByRole('menuitem', { name: 'Reply' }).click();
     await page.getByTestId('reply-banner').waitFor();

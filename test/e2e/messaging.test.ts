@@ -170,8 +170,9 @@ describe('messaging end to end through the sandbox', () => {
       expect(missing).toMatchObject({ status: 400, body: { message: URL_FETCH_FAILED } });
     });
 
-    it('refuses bad media requests with clear 400s', async () => {
+    it('refuses bad media requests with clear 400s, sending nothing', async () => {
       const b64 = served.toString('base64');
+      const noise = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251));
       const cases: Array<[string, unknown, RegExp]> = [
         ['send-image', { chatId: ALICE, base64: b64, url: `${fileUrl}/pic.png` }, /exactly one of url or base64/],
         ['send-image', { chatId: ALICE }, /exactly one of url or base64/],
@@ -180,15 +181,24 @@ describe('messaging end to end through the sandbox', () => {
         ['send-image', { chatId: ALICE, base64: b64, mimetype: 'image/jpeg' }, /image data is image\/png, not image\/jpeg/],
         ['send-image', { chatId: ALICE, base64: '***' }, /not valid base64/],
         ['send-video', { chatId: ALICE, base64: Buffer.alloc(100, 1).toString('base64') }, /could not recognise the video format/],
+        // Bytes that are no file of the kind, whatever type is declared (issue 17: random bytes sent as fake.png).
+        ['send-image', { chatId: ALICE, base64: noise.toString('base64'), mimetype: 'image/png' }, /could not recognise the image format/],
+        ['send-video', { chatId: ALICE, base64: noise.toString('base64'), mimetype: 'video/mp4' }, /could not recognise the video format/],
+        ['send-audio', { chatId: ALICE, base64: noise.toString('base64'), mimetype: 'audio/ogg', ptt: true }, /could not recognise the audio format/],
         ['send-location', { chatId: ALICE, latitude: 91, longitude: 0 }, /latitude must be <= 90/],
         ['send-contact', { chatId: ALICE, name: 'X', phoneNumber: 'abc' }, /phoneNumber must be a phone number/],
         ['react', { chatId: ALICE, messageId: 'x', emoji: 'hello' }, /single emoji/],
       ];
+      const before = (await phoneMessages(ALICE)).length;
       for (const [route, body, message] of cases) {
         const res = await s.api('POST', `/connections/${id}/${route}`, body);
         expect(res.status, `${route} ${JSON.stringify(body).slice(0, 80)}`).toBe(400);
         expect(res.body.message).toMatch(message);
       }
+      // Nothing reached the contact. (A later send arriving first proves nothing was still on its way.)
+      const after = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'after the refusals', skipPresence: true });
+      await atAlice(keyIdOf(after.body.id));
+      expect((await phoneMessages(ALICE)).slice(before).map((m) => m.text)).toEqual(['after the refusals']);
     });
 
     it('sends a document, a video and a voice note with identical bytes', async () => {

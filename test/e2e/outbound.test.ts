@@ -25,7 +25,6 @@ import { PNG } from 'pngjs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceConfig } from '../../service/config/service-config.ts';
-import { openStore } from '../../service/db/store.ts';
 import { URL_FETCH_FAILED } from '../../service/engine/outgoing.ts';
 import { startService } from '../../service/index.ts';
 import { LAN_SPELLINGS, LOOPBACK_SPELLINGS, NEVER_SPELLINGS } from '../helpers/address-spellings.ts';
@@ -141,14 +140,10 @@ describe('outbound URL policy and private data dir end to end', () => {
 
   const sendImage = (url: string) => s.api('POST', `/connections/${id}/send-image`, { chatId: ALICE_JID, url, skipPresence: true });
   const reasons = () => log.lines.filter((l) => l.msg === 'send url could not be fetched').map((l) => String(l.reason));
-  /** Turns the operator setting allowLanWebhooks on or off (a second connection to the service's database). */
-  const setAllowLan = (on: boolean) => {
-    const store = openStore(s.dataDir);
-    try {
-      store.webhooks.setAllowLanSetting(on);
-    } finally {
-      store.close();
-    }
+  /** Turns the machine setting allowLanWebhooks on or off through the settings API (it applies at once). */
+  const setAllowLan = async (on: boolean) => {
+    const res = await s.api('PATCH', '/settings', { allowLanWebhooks: on });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
   };
 
   it('refuses send-* url in every spelling of every refused class without connecting, with one text', async () => {
@@ -195,7 +190,7 @@ describe('outbound URL policy and private data dir end to end', () => {
   });
 
   it('with LAN access on: fetches from loopback, answers one text for closed, silent, refused, redirect and 404', async () => {
-    setAllowLan(true);
+    await setAllowLan(true);
     try {
       const ok = await sendImage(`https://127.0.0.1:${tlsPort}/pic.png`);
       expect(ok.status).toBe(201);
@@ -223,7 +218,7 @@ describe('outbound URL policy and private data dir end to end', () => {
       expect(causes[5]).toMatch(/HTTP 302/);
       expect(paths).toEqual(['/redirect', '/missing.png']);
     } finally {
-      setAllowLan(false);
+      await setAllowLan(false);
     }
   });
 

@@ -5,8 +5,10 @@
  * and prints their records through `console`), and messages go both ways again. Its whole stdout and stderr are
  * then scanned for `privKey`, `rootKey`, `chainKey` and base64 runs of key length (32 bytes → 43 chars + `=`,
  * 33 bytes → 44 chars). Stdout holds only the `API:`/`Sandbox:` lines. Then `--log-format pretty` gives
- * human-readable lines and `--log-format json` one JSON object per line.
+ * human-readable lines and `--log-format json` one JSON object per line, and by default a terminal (a pty through
+ * util-linux `script`) gets readable lines too.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +23,15 @@ import { waitFor } from '../helpers/wait.ts';
 const PHONE = '+15550100';
 const ALICE = '+15550101';
 const enc = encodeURIComponent;
+const hasScript = (() => {
+  try {
+    execFileSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (!hasScript) console.log('[output hygiene] terminal test skipped: needs util-linux script');
 
 /** Base64 of 32 bytes (43 chars + one `=`) or 33 bytes (44 chars, no padding), mixed case like real key encodings. */
 const KEY_B64 = /(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{44})(?![A-Za-z0-9+/=])/g;
@@ -95,8 +106,9 @@ describe('output hygiene: no key material, readable logs', { timeout: 180_000 },
     const libsignal = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.component === 'libsignal');
     for (const l of libsignal) expect(l.level).toBe(20);
     console.log(`[output hygiene] libsignal console messages routed to debug: ${libsignal.length}`);
-    // The normal 515 restart after pairing is not an error.
+    // The normal 515 restart after pairing is logged at info, not as an error.
     expect(lines.filter((l) => l.includes('stream errored out') && l.includes('"level":50'))).toEqual([]);
+    expect(lines.filter((l) => l.includes('"code":515') && l.includes('"msg":"socket closed"')).map((l) => (JSON.parse(l) as { level: number }).level)).toEqual([30, 30]);
   });
 
   it('--log-format pretty prints readable lines, json one object per line', async () => {
@@ -116,6 +128,30 @@ describe('output hygiene: no key material, readable logs', { timeout: 180_000 },
     const bad = await runCli(['serve', '--log-format', 'xml']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('expected one of auto, json, pretty');
+  });
+
+  it.skipIf(!hasScript)('by default prints readable lines on a terminal (a pty), with the API line on stdout', async () => {
+    // util-linux `script` gives serve a pseudo-terminal for stdout and stderr, as when a person runs it.
+    const dataDir = tmpDir();
+    const command = [process.execPath, 'bin/switchboard.js', 'serve', '--port', '0', '--data-dir', dataDir].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      env: { ...process.env, SWITCHBOARD_LOG_LEVEL: 'info', NO_COLOR: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      await waitFor('the ready line', () => (/switchboard ready/.test(out) ? true : undefined), { timeoutMs: 60_000 });
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+    const lines = out.split(/\r?\n/).filter((l) => l.trim() !== '');
+    expect(lines).toContainEqual(expect.stringMatching(/^API: http:\/\/127\.0\.0\.1:\d+\/api$/));
+    expect(lines.some((l) => / INFO.*switchboard ready/.test(l))).toBe(true);
+    expect(lines.filter((l) => l.trimStart().startsWith('{"level"'))).toEqual([]);
   });
 
   it('auto format follows the terminal; the filters recognise what they drop or lower', () => {

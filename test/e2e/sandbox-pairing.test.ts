@@ -121,7 +121,7 @@ describe('sandbox: pair by QR and exchange text messages end to end', () => {
 
     expect((await connection()).phoneNumber).toBe(PHONE);
     const me = await api('GET', `/connections/${connectionId}/me`);
-    expect(me).toEqual({ status: 200, body: { id: '15550100@s.whatsapp.net', pushName: 'Sandbox Phone' } });
+    expect(me).toEqual({ status: 200, body: { id: '15550100@s.whatsapp.net', pushName: 'Sandbox Phone', about: null, pictureUrl: null } });
 
     const statuses = frames.filter((f) => f.event === 'session.status' && f.connectionId === connectionId).map((f) => f.payload.status);
     expect(statuses).toContain('scan_qr');

@@ -5,7 +5,7 @@
  * search syntax (words, phrase, prefix, exclusion, diacritics, Cyrillic and Japanese), filters, edits and revokes followed,
  * per-user scoping (403, and /search only sees the caller's connections), malformed queries (400);
  * `around=` paging both ways over the whole history; JSONL export equal to the messages API; the HTML transcript
- * rendered by Chromium (screenshot in docs/screenshots/); the ZIP export holding the media with identical bytes.
+ * rendered by Chromium (screenshot in test-results/screenshots/, docs/screenshots/ with UPDATE_SCREENSHOTS=1); the ZIP export holding the media with identical bytes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import { PNG } from 'pngjs';
 import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -253,7 +254,9 @@ describe('search, surroundings and export through the sandbox', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = res.bytes.toString('utf8');
-    expect(html).not.toMatch(/<script|<link|src=|https?:\/\//i);
+    // Self-contained: nothing to load. A media file's URL is named only as data (data-media-url), never fetched.
+    expect(html).toMatch(/data-media-url="http:\/\/127\.0\.0\.1:\d+\/api\/connections\//);
+    expect(html.replace(/ data-media-url="[^"]*"/g, '')).not.toMatch(/<script|<link|src=|https?:\/\//i);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-export-'));
     const file = path.join(dir, 'transcript.html');
     fs.writeFileSync(file, res.bytes);
@@ -274,8 +277,7 @@ describe('search, surroundings and export through the sandbox', () => {
       expect(await page.title()).not.toBe('owned');
       expect(await page.locator('main b').count()).toBe(0);
       expect(requests).toEqual([`file://${file}`]);
-      fs.mkdirSync('docs/screenshots', { recursive: true });
-      await page.screenshot({ path: 'docs/screenshots/search-export-html.png', fullPage: false });
+      await saveShot(page, 'search-export-html');
     } finally {
       await browser.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -308,10 +310,14 @@ describe('search, surroundings and export through the sandbox', () => {
         const box = document.querySelector('[data-testid="thread-scroll"]').getBoundingClientRect();
         return el.top >= box.top && el.bottom <= box.bottom;
       })()`);
-      await page.screenshot({ path: 'docs/screenshots/search-jump.png' });
-      // newer messages below the hit load on demand
-      await page.getByTestId('load-newer').click();
-      await page.getByText(`History message 1530 of ${HISTORY}`).waitFor();
+      await saveShot(page, 'search-jump');
+      // newer messages below the hit load on demand: as the operator scrolls down (or with Load newer messages)
+      const newer = page.getByText(`History message 1530 of ${HISTORY}`);
+      await waitFor('a newer page below the hit', async () => {
+        if ((await newer.count()) > 0) return true;
+        await page.getByTestId('thread-scroll').evaluate((el) => el.scrollBy(0, 300));
+        return undefined;
+      }, { intervalMs: 200 });
     } catch (err) {
       await (await browser.contexts()[0]?.pages()[0])?.screenshot({ path: '/tmp/search-console-failure.png' });
       throw err;

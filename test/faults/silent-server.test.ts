@@ -1,6 +1,6 @@
 /**
  * Fault: the server accepts the WebSocket and then never answers the Noise handshake. Baileys runs with
- * connectTimeoutMs 0 (see session.ts CONNECT_TIMEOUT_MS), so the session's own connect timeout must end the
+ * connectTimeoutMs 0 (see session-lifecycle.ts CONNECT_TIMEOUT_MS), so the session's own connect timeout must end the
  * attempt: status `reconnecting` with the 408 "Timed Out" reason, then a new attempt, and again.
  */
 import fs from 'node:fs';

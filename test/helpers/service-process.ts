@@ -20,12 +20,21 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `switchboard serve ARGS` and waits until it printed its URL lines (API, and Sandbox when `--sandbox`). */
-export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+/**
+ * Starts `switchboard serve ARGS` and waits until it printed its URL lines (API, and Sandbox when `--sandbox`).
+ * `opts.bin`: another checkout's bin/switchboard.js (run from that checkout); `opts.timeoutMs`: how long to wait
+ * for the URL lines (30 000).
+ */
+export async function startServe(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  opts: { bin?: string; timeoutMs?: number } = {},
+): Promise<ServiceProcess> {
   // SWITCHBOARD_CPU_PROF=DIR writes a V8 CPU profile of the service to DIR when it exits (profiling benchmarks).
   const profile = process.env.SWITCHBOARD_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SWITCHBOARD_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, bin, 'serve', ...args], {
-    cwd: root,
+  const entry = opts.bin ?? bin;
+  const child = spawn(process.execPath, [...profile, entry, 'serve', ...args], {
+    cwd: path.resolve(path.dirname(entry), '..'),
     env: { ...process.env, SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_LOG_LEVEL ?? 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -35,7 +44,7 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): P
   const wantSandbox = args.includes('--sandbox');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const urls = await new Promise<{ api: string; sandbox?: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not print its URLs in time; stderr:\n${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not print its URLs in time; stderr:\n${err}`)), opts.timeoutMs ?? 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const api = /^API: (\S+)$/m.exec(out)?.[1];

@@ -16,9 +16,12 @@ import type { ConnectionRow } from '../../service/db/connections.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
+import { EventLog } from '../../service/events/log.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
+import { MachineSettings, type MachineSettingsOptions } from '../../service/config/machine-settings.ts';
 import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
+import { WebhookOutbox } from '../../service/webhooks/outbox.ts';
 
 /** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */
 export const UNREACHABLE_WA_URL = 'ws://127.0.0.1:9/ws/chat';
@@ -39,9 +42,15 @@ export interface ApiResponse<T = unknown> {
 export interface TestApi {
   dataDir: string;
   store: Store;
+  /** The event log (append events here as the engine would). */
+  events: EventLog;
+  /** The webhook outbox (a test's dispatcher drains it). */
+  outbox: WebhookOutbox;
   engine: Engine;
   /** The billing service, when `opts.billing` built one. */
   billing?: Billing;
+  /** The machine's settings behind `/settings` (settings.json in `dataDir`; no OS keychain unless given). */
+  settings: MachineSettings;
   app: ApiInstance;
   /** `http://127.0.0.1:PORT/api` */
   baseUrl: string;
@@ -74,6 +83,8 @@ export interface TestApiOptions {
   billing?: (deps: { store: Store; logger: Logger; origin: () => string }) => Billing;
   /** Status of connections made with `connection()` when none is given; default `scan_qr`. */
   connectionStatus?: ConnectionRow['status'];
+  /** Options of the machine settings (flags/env of "this process", a keychain, a restart hook). */
+  settings?: Partial<Omit<MachineSettingsOptions, 'dataDir'>>;
 }
 
 export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> {
@@ -89,8 +100,11 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     }),
   );
   const store = openStore(dataDir);
+  const events = new EventLog(store);
+  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({
     store,
+    events,
     logger,
     waUrl: UNREACHABLE_WA_URL,
     workerId: 'test',
@@ -98,9 +112,12 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   });
   let origin = '';
   const billing = opts.billing?.({ store, logger, origin: () => origin });
+  const settings = new MachineSettings({ dataDir, flags: {}, env: {}, allowLanWebhooks: false, openKeychain: null, ...opts.settings });
   const app = await buildApp({
     store,
     engine,
+    events,
+    outbox,
     logger,
     workerId: 'test',
     version: '0.0.0-test',
@@ -108,6 +125,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     startedAt: Date.now(),
     ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
     ...(billing && { billing }),
+    settings,
     ...opts.app,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -118,8 +136,11 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   return {
     dataDir,
     store,
+    events,
+    outbox,
     engine,
     ...(billing && { billing }),
+    settings,
     app,
     baseUrl,
     logs: () => logText,

@@ -2,13 +2,16 @@
  * Authorization matrix over every route of the route table (so routes added later are covered automatically):
  * - no credentials → 401 `Missing or invalid Authorization header`; an unknown token → 401
  *   `Invalid or revoked API token` (public routes: health, OpenAPI document → 200);
- * - routes with a resource id: alice calling with bob's ids → 403; with an unknown id → 404.
+ * - routes with a resource id: alice calling with bob's ids → 403; with an unknown id → 404;
+ * - the machine's routes (`config.owner`, the settings): anyone but the owner (the first local user, alice) → 403,
+ *   a JWT user labelled like the owner included, and nothing changes.
  * Requests carry bodies and query strings valid for the route's schemas, so ownership is what decides.
  * A path parameter this file cannot resolve fails the test: add it to RESOURCES.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateToken, issueToken } from '../../service/auth/api-tokens.ts';
+import { OWNER_ONLY_MESSAGE } from '../../service/http/routes/settings.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 import { apiRoutes, paramNames, sample } from './route-table.ts';
 
@@ -107,6 +110,7 @@ describe('authorization matrix', () => {
     expect(list).toContain('GET /api/connections/:id/search');
     expect(list).toContain('GET /api/search');
     expect(list).toContain('GET /api/connections/:id/chats/:chatId/export');
+    expect(list).toContain('PATCH /api/settings');
     expect(list.length).toBeGreaterThan(20);
   });
 
@@ -172,6 +176,47 @@ describe('authorization matrix', () => {
     expect(api.store.connections.get(bob.connectionId)!.status).toBe('online');
     expect(api.store.tokens.get(bob.user.tokenId)!.revokedAt).toBeNull();
     expect(api.store.webhooks.get(bob.webhookId)).toBeDefined();
+  });
+});
+
+describe("authorization matrix: the machine's routes", () => {
+  let api: TestApi;
+  let owner: TestUser;
+  let restarts = 0;
+
+  beforeAll(async () => {
+    api = await startTestApi({
+      app: { rateLimit: { max: 100_000, windowMs: 60_000, authFailures: 100_000 } },
+      settings: { restart: () => restarts++ },
+    });
+    owner = api.user('owner'); // the first local user of the data dir
+  });
+  afterAll(() => api.close());
+
+  it("every owner-only route: another local user and a JWT user labelled like the owner → 403, nothing changes", async () => {
+    const other = api.user('second');
+    const user = api.store.users.ensureJwtUser('https://idp.example.test/', 'owner-squatter', { preferredName: 'owner' });
+    const squatter = issueToken(api.store.tokens, user.id, 'test').token;
+    const routes = apiRoutes(api.app).filter((r) => r.owner);
+    expect(routes.map((r) => `${r.method} ${r.url}`).sort()).toEqual(['GET /api/settings', 'PATCH /api/settings', 'POST /api/settings/restart']);
+    const failures: string[] = [];
+    const body = { workerId: 'changed', allowLanWebhooks: true };
+    for (const r of routes) {
+      for (const [token, label] of [[other.token, 'second local user'], [squatter, 'jwt "owner"']] as const) {
+        // A valid body and an invalid one: the 403 comes before validation.
+        for (const b of r.method === 'GET' ? [undefined] : [body, { port: 'x' }]) {
+          const res = await api.request(r.method, r.url.replace(/^\/api/, ''), { token, ...(b !== undefined && { body: b }) });
+          if (res.status !== 403 || (res.body as { message?: string }).message !== OWNER_ONLY_MESSAGE)
+            failures.push(`${r.method} ${r.url} ${label} → ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(restarts).toBe(0);
+    expect(api.settings.allowLanWebhooks()).toBe(false);
+    const view = await api.request<{ settings: { workerId: { value: string } } }>('GET', '/settings', { token: owner.token });
+    expect(view.status).toBe(200);
+    expect(view.body.settings.workerId.value).toBe('local');
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { Secret } from '../../service/billing/secret.ts';
+import { Secret } from '../../service/secrets/secret.ts';
 import { toMajorUnits } from '../../service/billing/provider.ts';
 import { billingSettings, ConfigError } from '../../service/config/service-config.ts';
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BillingConfig } from '../../service/billing/billing.ts';
 import { BILLING_MESSAGES } from '../../service/billing/provider.ts';
-import { Secret } from '../../service/billing/secret.ts';
+import { Secret } from '../../service/secrets/secret.ts';
 import { FakeStripe } from '../fakes/stripe/server.ts';
 import { startBillingApi, type BillingTestApi } from './billing-harness.ts';
 import type { TestUser } from './api-harness.ts';

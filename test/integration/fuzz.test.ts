@@ -1,9 +1,11 @@
 /**
  * Property-based fuzzing (fast-check) of every route of the route table with malformed path parameters, query
  * strings and bodies (random JSON, wrong types, broken JSON text): never a 5xx, the service keeps answering,
- * and a 4xx stores nothing (row counts of every table unchanged). Sessions are not started (the engine's
+ * and a 4xx stores nothing (row counts of every table and the settings file unchanged). Sessions are not started (the engine's
  * lifecycle calls are stubbed) so only the request itself can write.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
@@ -17,8 +19,16 @@ describe('fuzzing every route', () => {
   let connectionId: string;
   let tables: string[];
 
+  const settingsFile = () => {
+    try {
+      return fs.readFileSync(path.join(api.dataDir, 'settings.json'), 'utf8');
+    } catch {
+      return '(none)';
+    }
+  };
   const counts = () =>
-    tables.map((t) => (api.store.db.prepare(`SELECT COUNT(*) AS n FROM "${t}"`).get() as { n: number }).n).join(',');
+    tables.map((t) => (api.store.db.prepare(`SELECT COUNT(*) AS n FROM "${t}"`).get() as { n: number }).n).join(',') +
+    settingsFile();
 
   beforeAll(async () => {
     api = await startTestApi({ app: { rateLimit: { max: 1_000_000, windowMs: 60_000, authFailures: 1_000_000 } } });
@@ -44,7 +54,7 @@ describe('fuzzing every route', () => {
   );
   const paramValue = () => fc.oneof(fc.constant('OWN'), segment);
   const queryArb = fc.dictionary(
-    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'around', 'format', 'unread_only', 'token', 'q', 'order', 'since'), fc.string({ maxLength: 8 })),
+    fc.oneof(fc.constantFrom('limit', 'offset', 'before', 'chatId', 'after', 'around', 'format', 'unread_only', 'token', 'q', 'order', 'since', 'refresh'), fc.string({ maxLength: 8 })),
     fc.oneof(segment, fc.integer().map(String), fc.constantFrom('true', 'false', '5.5', '-0', '999999999999999999')),
     { maxKeys: 4 },
   );

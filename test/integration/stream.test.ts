@@ -53,7 +53,7 @@ describe('event stream', () => {
   let bob: TestUser;
   let wsBase: string;
   const emit = (user: TestUser, n: number, extra: Record<string, unknown> = {}) =>
-    api.store.appendEvent(user.id, null, 'test.event', { n, ...extra });
+    api.events.append(user.id, null, 'test.event', { n, ...extra });
 
   beforeAll(async () => {
     api = await startTestApi({ streamLimits: { pageSize: 10, pingIntervalMs: 100 } });
@@ -108,7 +108,7 @@ describe('event stream', () => {
   it("streams the user's live events as frames, and only theirs", async () => {
     const s = opened(await openStream(`${wsBase}?token=${alice.token}`));
     const c = api.connection(alice.id);
-    const logged = api.store.appendEvent(alice.id, c.id, 'message', { from: '15550101@s.whatsapp.net', body: 'hi' });
+    const logged = api.events.append(alice.id, c.id, 'message', { from: '15550101@s.whatsapp.net', body: 'hi' });
     emit(bob, 1);
     await waitFor('the frame', () => (s.frames.length >= 1 ? true : undefined));
     await new Promise((r) => setTimeout(r, 50));
@@ -171,7 +171,7 @@ describe('event stream', () => {
     socket.pause();
     const pad = 'x'.repeat(60_000);
     for (let i = 0; i < 400 && !api.logs().includes('closing slow event stream consumer'); i++) {
-      api.store.appendEvent(alice.id, null, 'test.event', { i, pad });
+      api.events.append(alice.id, null, 'test.event', { i, pad });
       await new Promise((r) => setImmediate(r));
     }
     expect(api.logs()).toContain('closing slow event stream consumer');

@@ -51,6 +51,7 @@ describe('webhooks (in-process API + dispatcher)', () => {
     const policy = new OutboundPolicy({ allowLan: false, allowLanSetting: () => api.store.webhooks.allowLanSetting() });
     dispatcher = new WebhookDispatcher({
       store: api.store,
+      outbox: api.outbox,
       logger: api.app.log,
       policy,
       retryDelaysMs: [0, 50, 100, 200, 400],
@@ -78,7 +79,7 @@ describe('webhooks (in-process API + dispatcher)', () => {
     return res.body;
   };
   const logs = async (id: string) => (await api.request<Log[]>('GET', `/webhooks/${id}/logs`, { token: alice.token })).body;
-  const emit = (event: string, payload: Record<string, unknown> = {}) => api.store.appendEvent(alice.id, conn.id, event, payload);
+  const emit = (event: string, payload: Record<string, unknown> = {}) => api.events.append(alice.id, conn.id, event, payload);
 
   it('creates, lists, updates and deletes webhooks with ownership checks', async () => {
     const hook = await createHook('/crud', ['message']);

@@ -14,6 +14,7 @@ import { startCheckpointer } from '../../service/db/checkpointer.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { WalSync } from '../../service/db/wal-sync.ts';
 import { loadAuthState } from '../../service/engine/auth-state.ts';
+import { EventLog } from '../../service/events/log.ts';
 import { incomingText } from '../helpers/messages.ts';
 import type { LoggedEvent } from '../../service/db/events.ts';
 
@@ -204,19 +205,20 @@ describe('store', () => {
   });
 
   it('numbers each user’s events gap-free and publishes them only after commit', () => {
+    const log = new EventLog(store);
     const published: LoggedEvent[] = [];
-    store.bus.subscribe(userId, (e) => published.push(e));
-    store.appendEvent(userId, connectionId, 'a', {});
+    log.subscribe(userId, (e) => published.push(e));
+    log.append(userId, connectionId, 'a', {});
     expect(() =>
       store.tx(() => {
-        store.appendEvent(userId, connectionId, 'rolled-back', {});
+        log.append(userId, connectionId, 'rolled-back', {});
         expect(published.map((e) => e.event)).toEqual(['a']); // not yet: inside the transaction
         throw new Error('abort');
       }),
     ).toThrow('abort');
     store.tx(() => {
-      store.appendEvent(userId, connectionId, 'b', {});
-      store.appendEvent(userId, connectionId, 'c', {});
+      log.append(userId, connectionId, 'b', {});
+      log.append(userId, connectionId, 'c', {});
     });
     expect(published.map((e) => [e.seq, e.event])).toEqual([
       [1, 'a'],
@@ -225,15 +227,16 @@ describe('store', () => {
     ]);
     expect(store.events.after(userId, 1, 10).map((e) => e.event)).toEqual(['b', 'c']);
     const bob = store.users.create('bob').id;
-    expect(store.appendEvent(bob, null, 'x', {}).seq).toBe(1);
+    expect(log.append(bob, null, 'x', {}).seq).toBe(1);
   });
 
   it('announces a group commit only after its WAL is synced, in order with later transactions', async () => {
+    const log = new EventLog(store);
     const published: string[] = [];
-    store.bus.subscribe(userId, (e) => published.push(e.event));
+    log.subscribe(userId, (e) => published.push(e.event));
     let durable = false;
     expect(store.isDurable()).toBe(true);
-    store.ingest(() => store.appendEvent(userId, connectionId, 'batched', {}));
+    store.ingest(() => log.append(userId, connectionId, 'batched', {}));
     expect(store.isDurable()).toBe(false); // a batch is open
     store.whenDurable(() => (durable = true));
     const synced = store.durable(); // commits the batch now; the fsync runs on the thread pool
@@ -246,8 +249,8 @@ describe('store', () => {
     expect(durable).toBe(true);
     expect(store.isDurable()).toBe(true);
     // A transaction right after a batch returns with both synced, the batch's events announced first.
-    store.ingest(() => store.appendEvent(userId, connectionId, 'batched 2', {}));
-    store.tx(() => store.appendEvent(userId, connectionId, 'tx', {}));
+    store.ingest(() => log.append(userId, connectionId, 'batched 2', {}));
+    store.tx(() => log.append(userId, connectionId, 'tx', {}));
     expect(published).toEqual(['batched', 'batched 2', 'tx']);
     expect(store.db.pragma('synchronous', { simple: true })).toBe(2); // back to FULL outside batches
     store.close();

@@ -5,6 +5,7 @@
 import type {
   ApiErrorBody,
   Contact,
+  ContactProfile,
   NumberCheck,
   EventsPage,
   ApiToken,
@@ -15,6 +16,9 @@ import type {
   EventFrame,
   GroupInfo,
   Health,
+  MachineSettingsPatch,
+  MachineSettingsSaved,
+  MachineSettingsView,
   Message,
   MessagePage,
   PairingCode,
@@ -126,7 +130,11 @@ export class ApiClient {
   /** A code to type on the phone of `phoneNumber` instead of scanning the QR (status `scan_qr` only). */
   pairingCode = (id: string, phoneNumber: string) =>
     this.request<PairingCode>('POST', `/connections/${enc(id)}/pairing-code`, { phoneNumber });
-  me = (id: string) => this.request<Profile>('GET', `/connections/${enc(id)}/me`);
+  me = (id: string, refresh = false) => this.request<Profile>('GET', `/connections/${enc(id)}/me${refresh ? '?refresh=true' : ''}`);
+  /** Changes the account's push name and/or about text. */
+  updateMe = (id: string, body: { pushName?: string; about?: string }) => this.request<Profile>('PATCH', `/connections/${enc(id)}/me`, body);
+  /** Sets the account's profile picture (JPEG or PNG, base64 or a data: URL). */
+  setMyPicture = (id: string, base64: string) => this.request<Profile>('PUT', `/connections/${enc(id)}/me/picture`, { base64 });
 
   // Chats and messages
   chats = (id: string, opts: { limit?: number; offset?: number; unreadOnly?: boolean; q?: string } = {}) => {
@@ -182,6 +190,14 @@ export class ApiClient {
   /** A group with its members (admin roles) — the thread's group info panel and the composer's @ mentions. */
   group = (id: string, groupId: string) => this.request<GroupInfo>('GET', `/connections/${enc(id)}/groups/${enc(groupId)}`);
   contacts = (id: string, limit = 500) => this.request<Contact[]>('GET', `/connections/${enc(id)}/contacts?limit=${limit}`);
+  /** A contact's name, about text and picture (`refresh`: ask WhatsApp instead of the 24 h cache). */
+  contactProfile = (id: string, jid: string, refresh = false) =>
+    this.request<ContactProfile>('GET', `/connections/${enc(id)}/contacts/${enc(jid)}/profile${refresh ? '?refresh=true' : ''}`);
+  blocklist = (id: string) => this.request<string[]>('GET', `/connections/${enc(id)}/blocklist`);
+  setBlocked = (id: string, jid: string, blocked: boolean) =>
+    this.request<{ jid: string; blocked: boolean }>('POST', `/connections/${enc(id)}/contacts/${enc(jid)}/${blocked ? 'block' : 'unblock'}`);
+  /** Rejects an incoming call that is still ringing (`callId` of its `call.received` event). */
+  rejectCall = (id: string, callId: string) => this.request<unknown>('POST', `/connections/${enc(id)}/calls/${enc(callId)}/reject`);
   checkNumbers = (id: string, phoneNumbers: string[]) =>
     this.request<NumberCheck[]>('POST', `/connections/${enc(id)}/contacts/check`, { phoneNumbers });
   sendContact = (id: string, body: { chatId: string; name: string; phoneNumber: string; skipPresence?: boolean }) =>
@@ -222,6 +238,11 @@ export class ApiClient {
   setSlots = (quantity: number) => this.request<SlotChange>('PUT', '/billing/slots', { quantity });
   checkout = () => this.request<{ url: string }>('POST', '/billing/checkout');
   portal = () => this.request<{ url: string }>('POST', '/billing/portal');
+
+  // Machine settings (the machine's owner only; docs/settings.md)
+  settings = () => this.request<MachineSettingsView>('GET', '/settings');
+  updateSettings = (patch: MachineSettingsPatch) => this.request<MachineSettingsSaved>('PATCH', '/settings', patch);
+  restartService = () => this.request<{ restarting: true }>('POST', '/settings/restart');
 
   // Event log
   events = (after?: number, limit = 100) =>

@@ -27,6 +27,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             connections: number;
+                            /** @description Present when the configured port was taken and the desktop app fell back to a free one */
+                            portFallback?: {
+                                /** @description What happened and what to do, for the operator */
+                                message: string;
+                                /** @description The port the API listens on instead */
+                                port: number;
+                                /** @description The configured API port, which another program holds */
+                                requested: number;
+                            };
                             sandbox: boolean;
                             /** @enum {string} */
                             status: "ok";
@@ -2157,6 +2166,129 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{id}/contacts/{jid}/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A contact’s name, about text and picture
+         * @description A contact’s name, about text and picture. About and picture are asked from WhatsApp and cached for 24 h (`?refresh=true` asks again; a picture change the contact makes is noticed at once); the picture is served by the media proxy at `pictureUrl`. 400 for a group or a number not on WhatsApp.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description true: ask WhatsApp again instead of using the 24 h cache */
+                    refresh?: boolean;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    /** @description A user JID or an international number */
+                    jid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            about: string | null;
+                            /** @description The contact’s phone-number JID (a LID whose number is unknown stays a LID) */
+                            jid: string;
+                            name: string | null;
+                            pictureUrl: string | null;
+                            pushName: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections/{id}/contacts/{jid}/unblock": {
         parameters: {
             query?: never;
@@ -2429,6 +2561,8 @@ export interface paths {
                         fromChatId: string;
                         /** @description Id of the stored message to forward */
                         messageId: string;
+                        /** @description Accepted like on every send; a forward shows no typing indicator or delay either way */
+                        skipPresence?: boolean;
                     };
                 };
             };
@@ -3570,10 +3704,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Profile of the linked account (connection must be online) */
+        /**
+         * Profile of the linked account (connection must be online)
+         * @description The linked account’s profile. `about` and `pictureUrl` come from a 24 h cache (`?refresh=true` asks WhatsApp again) and are null when WhatsApp does not answer. 409 unless the connection is online.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description true: ask WhatsApp again instead of using the 24 h cache */
+                    refresh?: boolean;
+                };
                 header?: never;
                 path: {
                     id: string;
@@ -3589,7 +3729,11 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            about: string | null;
+                            /** @description The account’s JID */
                             id: string;
+                            pictureUrl: string | null;
+                            /** @description Display name */
                             pushName: string;
                         };
                     };
@@ -3667,6 +3811,244 @@ export interface paths {
             };
         };
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the account’s push name or about text
+         * @description Changes the account’s push name (an app-state change, as WhatsApp’s own apps make it) and/or its about text; answers the updated profile. Contacts see the new name on the account’s next messages.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description About text (1–139 characters) */
+                        about?: string;
+                        /** @description The name contacts see (1–25 characters) */
+                        pushName?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            about: string | null;
+                            /** @description The account’s JID */
+                            id: string;
+                            pictureUrl: string | null;
+                            /** @description Display name */
+                            pushName: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/connections/{id}/me/picture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the account’s profile picture (JPEG or PNG)
+         * @description Sets the account’s profile picture from exactly one of `base64` or `url` (https, fetched through the outbound URL policy): a JPEG or PNG (by its bytes), cropped to a square and resized to 640×640. Answers the updated profile.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description JPEG or PNG, base64 (a data: URL works too) */
+                        base64?: string;
+                        /** @description https:// URL of a JPEG or PNG the service downloads */
+                        url?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            about: string | null;
+                            /** @description The account’s JID */
+                            id: string;
+                            pictureUrl: string | null;
+                            /** @description Display name */
+                            pushName: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         post?: never;
         delete?: never;
         options?: never;
@@ -7816,6 +8198,412 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The machine's settings (owner only)
+         * @description The desktop-editable settings with where each comes from, where the Stripe key is kept, and the saved changes that wait for a restart.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Whether POST /settings/restart can restart the service (the desktop app); headless: restart serve yourself */
+                            canRestart: boolean;
+                            /** @description The settings file (settings.json in the data dir) */
+                            file: string;
+                            /** @description Saved settings that apply only after a restart (names); empty when everything saved is in effect */
+                            restartRequired: string[];
+                            settings: {
+                                allowLanWebhooks: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: boolean;
+                                };
+                                billingProvider: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: "local" | "stripe";
+                                };
+                                port: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: number;
+                                };
+                                stripePriceId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string | null;
+                                };
+                                workerId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string;
+                                };
+                            };
+                            /** @description Where the Stripe secret key comes from (never its value) */
+                            stripeSecretKey: {
+                                /** @description Whether an OS keychain is usable by the service */
+                                keychain: boolean;
+                                lockedBy: string | null;
+                                source: ("env" | "keychain") | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description settings.json cannot be read */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the machine's settings (owner only)
+         * @description Saves the given settings in settings.json (null: back to the default) and the Stripe secret key in the OS keychain (null deletes it). Fields: port, allowLanWebhooks, workerId, billingProvider, stripePriceId, stripeSecretKey. The change is checked as the next start would check it; 400 or 409 changes nothing. `restartRequired` lists what applies only after a restart (allowLanWebhooks applies at once).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        allowLanWebhooks?: boolean | null;
+                        billingProvider?: ("local" | "stripe") | null;
+                        port?: number | null;
+                        stripePriceId?: string | null;
+                        stripeSecretKey?: string | null;
+                        workerId?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Whether POST /settings/restart can restart the service (the desktop app); headless: restart serve yourself */
+                            canRestart: boolean;
+                            /** @description The settings file (settings.json in the data dir) */
+                            file: string;
+                            /** @description Saved settings that apply only after a restart (names); empty when everything saved is in effect */
+                            restartRequired: string[];
+                            settings: {
+                                allowLanWebhooks: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: boolean;
+                                };
+                                billingProvider: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: "local" | "stripe";
+                                };
+                                port: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: number;
+                                };
+                                stripePriceId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string | null;
+                                };
+                                workerId: {
+                                    lockedBy: string | null;
+                                    /** @description Whether a change needs a restart */
+                                    restart: boolean;
+                                    /** @description Where the value comes from: a flag or environment variable of this process, settings.json, or the default */
+                                    source: "flag" | "env" | "file" | "default";
+                                    value: string;
+                                };
+                            };
+                            /** @description Where the Stripe secret key comes from (never its value) */
+                            stripeSecretKey: {
+                                /** @description Whether an OS keychain is usable by the service */
+                                keychain: boolean;
+                                lockedBy: string | null;
+                                source: ("env" | "keychain") | null;
+                            };
+                        } & {
+                            /** @description Settings whose saved value changed */
+                            changed: string[];
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description A flag or environment variable of this process sets the setting, or no OS keychain is available for the Stripe key */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/settings/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart the service so saved settings apply (desktop app; owner only)
+         * @description The desktop app restarts its service process (the console reconnects, on the new port if it changed). Headless `switchboard serve` cannot restart itself: 409, restart it yourself.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            restarting: true;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not the machine's owner: `Only this machine's owner (its first local user) may read or change its settings`; or the request's Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description This service cannot restart itself (headless serve) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

@@ -24,6 +24,7 @@ export type Health = ResponseOf<'/api/', 'get'>;
 export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
 export type ConnectionStatus = Connection['status'];
 export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
+export type ContactProfile = ResponseOf<'/api/connections/{id}/contacts/{jid}/profile', 'get'>;
 /** POST /connections/:id/pairing-code: `{ code: 'ABCD-EFGH' }`. */
 export type PairingCode = ResponseOf<'/api/connections/{id}/pairing-code', 'post'>;
 export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];
@@ -61,6 +62,10 @@ export type ApiToken = ResponseOf<'/api/tokens', 'get'>[number];
 export type CreatedToken = ResponseOf<'/api/tokens', 'post', 201>;
 export type BillingStatus = ResponseOf<'/api/billing/status', 'get'>;
 export type SlotChange = ResponseOf<'/api/billing/slots', 'put'>;
+/** The machine's settings (owner only): values, their sources, the Stripe key's place, what waits for a restart. */
+export type MachineSettingsView = ResponseOf<'/api/settings', 'get'>;
+export type MachineSettingsPatch = RequestOf<'/api/settings', 'patch'>;
+export type MachineSettingsSaved = ResponseOf<'/api/settings', 'patch'>;
 
 export interface ApiErrorBody {
   message: string;

@@ -15,7 +15,7 @@ export function ConnectionPicker() {
     <Select
       aria-label="Current connection"
       size="xs"
-      w={{ base: 130, sm: 200 }}
+      w={{ base: 120, sm: 200 }}
       data={items.map((c) => ({ value: c.id, label: `${connectionLabel(c)}${c.phoneNumber && c.name ? ` (${c.phoneNumber})` : ''}` }))}
       value={selectedId}
       onChange={(v) => select(v)}

@@ -84,7 +84,7 @@ export function SearchBox() {
     <>
       <TextInput
         size="xs"
-        w={{ base: 140, sm: 260 }}
+        w={{ base: 110, sm: 260 }}
         placeholder="Search messages"
         aria-label="Search messages"
         data-testid="search-box"

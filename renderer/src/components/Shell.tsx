@@ -122,6 +122,17 @@ function StorageBanner() {
   );
 }
 
+/** The desktop app could not have its configured API port and listens on another one (docs/settings.md). */
+function PortFallbackBanner() {
+  const fallback = useSession((s) => s.health?.portFallback);
+  if (!fallback) return null;
+  return (
+    <Alert color="yellow" mb="md" title={`The API is on port ${fallback.port}, not ${fallback.requested}`} data-testid="port-fallback-banner" role="status">
+      {fallback.message}
+    </Alert>
+  );
+}
+
 function UnreachableBanner() {
   const reachable = useSession((s) => s.reachable);
   const baseUrl = useSession((s) => s.baseUrl);
@@ -139,7 +150,7 @@ function LiveIndicator() {
   const color = state === 'open' ? 'green' : state === 'connecting' ? 'yellow' : 'red';
   const label = state === 'open' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Offline';
   return (
-    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state} aria-label={`Event stream: ${label}`}>
+    <Badge variant="dot" color={color} data-testid="live-indicator" data-state={state} role="status" aria-label={`Event stream: ${label}`}>
       <Box component="span" visibleFrom="xs">
         {label}
       </Box>
@@ -190,11 +201,14 @@ export function Shell() {
             </Text>
             <SandboxBadge />
           </Group>
-          <Group gap="sm" wrap="nowrap">
+          {/* At phone width (390 px) everything fits: the theme toggle moves to Settings only. */}
+          <Group gap="xs" wrap="nowrap">
             <SearchBox />
             <ConnectionPicker />
             <LiveIndicator />
-            <ThemeToggle />
+            <Box visibleFrom="xs">
+              <ThemeToggle />
+            </Box>
           </Group>
         </Group>
       </AppShell.Header>
@@ -226,6 +240,7 @@ export function Shell() {
       <AppShell.Main>
         <UnreachableBanner />
         <StorageBanner />
+        <PortFallbackBanner />
         <Suspense fallback={<Loading />}>{VIEW_COMPONENTS[view]()}</Suspense>
       </AppShell.Main>
     </AppShell>

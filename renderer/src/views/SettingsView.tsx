@@ -1,8 +1,10 @@
-/** Settings: appearance, the service this console talks to, and signing out. */
+/** Settings: appearance, the account's WhatsApp profile, the service this console talks to, the machine's settings (MachineSettings), signing out. */
 import { Alert, Button, Group, Paper, SegmentedControl, Stack, Table, Text, Title, useMantineColorScheme, type MantineColorScheme } from '@mantine/core';
 import { desktopBridge } from '../api/desktop.ts';
 import { useEvents } from '../stores/events.ts';
 import { useSession } from '../stores/session.ts';
+import { MachineSettings } from './MachineSettings.tsx';
+import { ProfileSettings } from './ProfileSettings.tsx';
 
 export function SettingsView() {
   const { colorScheme, setColorScheme } = useMantineColorScheme();
@@ -32,6 +34,7 @@ export function SettingsView() {
           />
         </Stack>
       </Paper>
+      <ProfileSettings />
       <Paper withBorder p="md">
         <Text fw={600} mb="xs">
           Service
@@ -60,6 +63,12 @@ export function SettingsView() {
             </Table.Tr>
           </Table.Tbody>
         </Table>
+      </Paper>
+      <Paper withBorder p="md">
+        <Text fw={600} mb="xs">
+          Machine
+        </Text>
+        <MachineSettings />
       </Paper>
       <Group>
         {!desktop && (

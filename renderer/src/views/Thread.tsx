@@ -1,19 +1,21 @@
 /**
- * One chat: messages oldest → newest, older pages loaded when scrolled to the top (scroll position kept), a
- * "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
+ * One chat: messages oldest → newest in a virtualized list, older pages loaded when scrolled to the top (scroll
+ * position kept), a "history starts here" marker once `nextBefore` is null, read receipt on open, and the composer.
  */
-import { ActionIcon, Badge, Button, Center, Divider, Group, Loader, Menu, Stack, Text } from '@mantine/core';
-import { IconArrowLeft, IconDotsVertical, IconDownload, IconUsers } from '@tabler/icons-react';
-import { Fragment, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { ActionIcon, Badge, Button, Center, Divider, Group, Indicator, Loader, Menu, Stack, Text, VisuallyHidden } from '@mantine/core';
+import { observeElementRect, useVirtualizer } from '@tanstack/react-virtual';
+import { IconArrowLeft, IconChevronDown, IconDotsVertical, IconDownload, IconUsers } from '@tabler/icons-react';
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import { ErrorState, Loading } from '../components/StateViews.tsx';
 import { useAsync } from '../hooks.ts';
 import type { GroupInfo, GroupParticipant } from '../api/types.ts';
 import { GroupInfoPanel } from './GroupInfo.tsx';
+import { ContactInfoButton } from './ContactPanel.tsx';
 import { useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
 import { Composer } from './Composer.tsx';
-import { MessageBubble } from './MessageBubble.tsx';
+import { MessageBubble, senderName } from './MessageBubble.tsx';
 
 /** Distance from the top (px) at which the next older page is requested. */
 export const LOAD_OLDER_THRESHOLD = 80;
@@ -52,135 +54,258 @@ export function DateSeparator({ ts }: { ts: number }) {
   return <Divider my={4} label={label} labelPosition="center" data-testid="date-separator" role="separator" aria-label={label} />;
 }
 
+/** Height (px) kept above the first message for the history marker, the loader or "Load older messages". */
+export const TOP_SLOT = 48;
+/** Height (px) kept below the last message for "Load newer messages" (a thread opened at a search hit). */
+const BOTTOM_SLOT = 44;
+/** A message row's height (px) before it is measured. */
+const ESTIMATED_ROW = 64;
+
+/**
+ * The thread's messages, virtualized (@tanstack/react-virtual): only the rows in and near the view are in the
+ * DOM, each measured as it renders, so a 2,000-message thread costs what a 30-message one does. Behaviour:
+ * - opens at the newest message and stays at the bottom as messages arrive and media loads, until the operator
+ *   scrolls up (then nothing moves under them, a button jumps back to the newest with a count of new incoming
+ *   messages; an own send returns to the bottom);
+ * - scrolled near the top, the next older page loads and the rows in view stay where they are;
+ * - a date separator above the first message of each day (part of that message's row);
+ * - opened at a search hit, that message is centred and highlighted, with newer pages below;
+ * - each message is an article named by its sender and time; new incoming messages are announced in a polite
+ *   status region (the list itself is not live: rows mounting on scroll are not news).
+ */
 export function MessageList({ connectionId }: { connectionId: string }) {
   const client = useClient();
-  const { messages, loading, loadingOlder, reachedStart, historyStartsAt, nextBefore, error, loadOlder, nextAfter, loadingNewer, loadNewer, highlightId } =
-    useThread();
+  const {
+    messages,
+    loading,
+    loadingOlder,
+    reachedStart,
+    historyStartsAt,
+    nextBefore,
+    error,
+    loadOlder,
+    nextAfter,
+    loadingNewer,
+    loadNewer,
+    highlightId,
+  } = useThread();
   const scrolledTo = useRef<string | null>(null);
   const scroller = useRef<HTMLDivElement>(null);
-  const anchor = useRef<{ height: number; top: number; firstId: string | undefined } | null>(null);
   const lastId = useRef<string | undefined>(undefined);
   const content = useRef<HTMLDivElement>(null);
   /** Whether the operator is at the bottom (then growing content, e.g. an image that loads, keeps it there). */
   const atBottom = useRef(true);
   /** scrollTop at the last scroll event, to tell the operator scrolling up from content growing below. */
   const lastTop = useRef(0);
+  const [announcement, setAnnouncement] = useState('');
+  /** Scrolled away from the newest messages: the jump button shows, with the incoming messages since. */
+  const [away, setAway] = useState(false);
+  const [unseen, setUnseen] = useState(0);
+
+  const virtualizer = useVirtualizer({
+    count: messages.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => ESTIMATED_ROW,
+    getItemKey: (i) => messages[i]!.id,
+    overscan: 6,
+    paddingStart: TOP_SLOT,
+    paddingEnd: nextAfter ? BOTTOM_SLOT : 0,
+    // Older messages prepended: the row in view keeps its place (the virtualizer re-anchors on it).
+    anchorTo: 'end',
+    // A list without a height yet (a hidden pane, or no layout at all) renders a window's worth of rows, not none.
+    observeElementRect: (instance, cb) =>
+      observeElementRect(instance, (rect) => cb(rect.height > 0 ? rect : { ...rect, height: window.innerHeight })),
+  });
 
   useEffect(() => {
     const el = scroller.current;
     const inner = content.current;
     if (!el || !inner || typeof ResizeObserver === 'undefined') return;
     const stick = () => {
-      // Not while an older page is being prepended (that keeps the operator's place instead).
-      if (atBottom.current && !useThread.getState().loadingOlder) el.scrollTop = el.scrollHeight;
+      // Not while an older page is being prepended (that keeps the operator's place instead), nor when the bottom
+      // is not the newest message (a thread opened at a search hit: newer pages load below as the operator scrolls).
+      const { loadingOlder, nextAfter } = useThread.getState();
+      if (atBottom.current && !loadingOlder && !nextAfter) el.scrollTop = el.scrollHeight;
     };
+    // The list's height changes as rows are measured (an image or video that loads, a reaction, an edit).
     const observer = new ResizeObserver(() => requestAnimationFrame(stick));
     observer.observe(inner);
-    // An image or video that finished loading (load does not bubble: listen in the capture phase).
-    const onLoad = () => requestAnimationFrame(stick);
-    el.addEventListener('load', onLoad, true);
-    el.addEventListener('loadedmetadata', onLoad, true);
-    return () => {
-      observer.disconnect();
-      el.removeEventListener('load', onLoad, true);
-      el.removeEventListener('loadedmetadata', onLoad, true);
-    };
+    return () => observer.disconnect();
   }, []);
 
   const requestOlder = () => {
     const el = scroller.current;
     if (!el || !nextBefore || loadingOlder) return;
-    anchor.current = { height: el.scrollHeight, top: el.scrollTop, firstId: messages[0]?.id };
     void loadOlder(client);
   };
 
-  // Keep the view still when older messages are prepended; follow the bottom when new ones arrive.
+  // Follow the bottom when new messages arrive (older ones prepended keep the view still: `anchorTo`).
   useLayoutEffect(() => {
     const el = scroller.current;
     if (!el) return;
-    const a = anchor.current;
-    const target = highlightId ? el.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(highlightId)}"]`) : null;
-    if (target && scrolledTo.current !== highlightId) {
+    const hit = highlightId ? messages.findIndex((m) => m.id === highlightId) : -1;
+    const last = messages.at(-1);
+    if (!last) {
+      // Another chat is opening: nothing is unseen in it yet.
+      setUnseen(0);
+      setAway(false);
+    }
+    if (hit !== -1 && scrolledTo.current !== highlightId) {
       // Opened from a search result: centre the message once; later pages load around it without moving it.
       scrolledTo.current = highlightId;
       atBottom.current = false; // the operator is reading there: loading media must not pull the thread down
-      target.scrollIntoView({ block: 'center' });
-    } else if (a && messages[0]?.id !== a.firstId) {
-      el.scrollTop = el.scrollHeight - a.height + a.top;
-      anchor.current = null;
-    } else if (!highlightId && messages.at(-1)?.id !== lastId.current) {
+      virtualizer.scrollToIndex(hit, { align: 'center' });
+    } else if (!highlightId && last?.id !== lastId.current) {
+      const first = lastId.current === undefined;
       const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 200;
-      if (lastId.current === undefined || nearBottom || messages.at(-1)?.fromMe) {
+      if (first || nearBottom || last?.fromMe) {
         el.scrollTop = el.scrollHeight;
         atBottom.current = true;
       }
+      if (!first && last && !last.fromMe && !last.local) {
+        setAnnouncement(`New message from ${senderName(last)}: ${last.text || `[${last.type}]`}`);
+        if (!atBottom.current) setUnseen((n) => n + 1);
+      }
     }
-    lastId.current = messages.at(-1)?.id;
+    lastId.current = last?.id;
   }, [messages]);
 
   // A short first page may not fill the view: keep loading until it scrolls or history ends.
   useEffect(() => {
     const el = scroller.current;
-    if (el && !loading && !loadingOlder && nextBefore && el.scrollHeight <= el.clientHeight + LOAD_OLDER_THRESHOLD && el.clientHeight > 0) requestOlder();
+    if (
+      el &&
+      !loading &&
+      !loadingOlder &&
+      nextBefore &&
+      el.scrollHeight <= el.clientHeight + LOAD_OLDER_THRESHOLD &&
+      el.clientHeight > 0
+    )
+      requestOlder();
   });
 
   const byId = new Map(messages.map((m) => [m.id, m]));
 
+  const jumpToNewest = () => {
+    const el = scroller.current;
+    if (!el) return;
+    atBottom.current = true;
+    setUnseen(0);
+    el.scrollTop = el.scrollHeight;
+  };
+
   return (
-    <div
-      className="thread-scroll"
-      ref={scroller}
-      data-testid="thread-scroll"
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        // Only the operator scrolling up lets go of the bottom: content growing under a programmatic scroll (an
-        // image that loads) must not, or the thread would stop following.
-        if (el.scrollHeight - el.scrollTop - el.clientHeight < 40) atBottom.current = true;
-        else if (el.scrollTop < lastTop.current - 2) atBottom.current = false;
-        lastTop.current = el.scrollTop;
-        if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
-        if (nextAfter && !loadingNewer && el.scrollHeight - el.scrollTop - el.clientHeight < LOAD_OLDER_THRESHOLD) void loadNewer(client);
-      }}
-      role="log"
-      aria-live="polite"
-      aria-busy={loading || loadingOlder}
-    >
+    <>
       {error && <ErrorState message={error} />}
-      {loading && <Loading label="Loading messages…" />}
-      {!loading && reachedStart && <HistoryMarker at={historyStartsAt} />}
-      {!loading && !reachedStart && (
-        <Center py="xs">
-          {loadingOlder ? (
-            <Loader size="xs" aria-label="Loading older messages" data-testid="loading-older" />
-          ) : (
-            <Button size="compact-xs" variant="subtle" onClick={requestOlder} data-testid="load-older">
-              Load older messages
-            </Button>
-          )}
-        </Center>
-      )}
-      <Stack gap={6} ref={content}>
-        {messages.map((m, i) => (
-          <Fragment key={m.id}>
-            {(i === 0 ? reachedStart : dayKey(messages[i - 1]!.timestamp) !== dayKey(m.timestamp)) && <DateSeparator ts={m.timestamp} />}
-            <div data-message-id={m.id} className={m.id === highlightId ? 'search-hit' : undefined} data-testid={m.id === highlightId ? 'search-hit' : undefined}>
-              <MessageBubble message={m} quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined} connectionId={connectionId} />
-            </div>
-          </Fragment>
-        ))}
-      </Stack>
-      {nextAfter && (
-        <Center py="xs">
-          {loadingNewer ? (
-            <Loader size="xs" aria-label="Loading newer messages" />
-          ) : (
-            <Button size="compact-xs" variant="subtle" onClick={() => void loadNewer(client)} data-testid="load-newer">
-              Load newer messages
-            </Button>
-          )}
-        </Center>
-      )}
-    </div>
+      <div className="thread-frame">
+        <div
+          className="thread-scroll"
+          ref={scroller}
+          data-testid="thread-scroll"
+          onScroll={(e) => {
+            const el = e.currentTarget;
+            // Only the operator scrolling up lets go of the bottom: content growing under a programmatic scroll (an
+            // image that loads) must not, or the thread would stop following.
+            const fromBottom = el.scrollHeight - el.scrollTop - el.clientHeight;
+            if (fromBottom < 40) atBottom.current = true;
+            else if (el.scrollTop < lastTop.current - 2) atBottom.current = false;
+            lastTop.current = el.scrollTop;
+            setAway(!atBottom.current && fromBottom > el.clientHeight / 2);
+            if (atBottom.current) setUnseen(0);
+            if (el.scrollTop < LOAD_OLDER_THRESHOLD) requestOlder();
+            if (nextAfter && !loadingNewer && el.scrollHeight - el.scrollTop - el.clientHeight < LOAD_OLDER_THRESHOLD)
+              void loadNewer(client);
+          }}
+          role="log"
+          aria-live="off"
+          aria-label="Messages"
+          aria-busy={loading || loadingOlder}
+          tabIndex={0}
+        >
+          {loading && <Loading label="Loading messages…" />}
+          <div ref={content} className="thread-rows" style={{ height: virtualizer.getTotalSize() }}>
+            {!loading && (
+              <Center className="thread-slot" style={{ top: 0, height: TOP_SLOT }}>
+                {reachedStart ? (
+                  <HistoryMarker at={historyStartsAt} />
+                ) : loadingOlder ? (
+                  <Loader size="xs" aria-label="Loading older messages" data-testid="loading-older" />
+                ) : (
+                  <Button size="compact-xs" variant="subtle" onClick={requestOlder} data-testid="load-older">
+                    Load older messages
+                  </Button>
+                )}
+              </Center>
+            )}
+            {virtualizer.getVirtualItems().map((row) => {
+              const m = messages[row.index]!;
+              const i = row.index;
+              const separator = i === 0 ? reachedStart : dayKey(messages[i - 1]!.timestamp) !== dayKey(m.timestamp);
+              return (
+                <div
+                  key={row.key}
+                  ref={virtualizer.measureElement}
+                  data-index={i}
+                  className="thread-row"
+                  style={{ transform: `translateY(${row.start}px)` }}
+                >
+                  {separator && <DateSeparator ts={m.timestamp} />}
+                  <div
+                    className={m.id === highlightId ? 'thread-message search-hit' : 'thread-message'}
+                    data-testid={m.id === highlightId ? 'search-hit' : undefined}
+                  >
+                    <MessageBubble
+                      message={m}
+                      quoted={m.quotedMessageId ? byId.get(m.quotedMessageId) : undefined}
+                      connectionId={connectionId}
+                    />
+                  </div>
+                </div>
+              );
+            })}
+            {nextAfter && (
+              <Center className="thread-slot" style={{ bottom: 0, height: BOTTOM_SLOT }}>
+                {loadingNewer ? (
+                  <Loader size="xs" aria-label="Loading newer messages" />
+                ) : (
+                  <Button
+                    size="compact-xs"
+                    variant="subtle"
+                    onClick={() => void loadNewer(client)}
+                    data-testid="load-newer"
+                  >
+                    Load newer messages
+                  </Button>
+                )}
+              </Center>
+            )}
+          </div>
+        </div>
+        {away && !nextAfter && (
+          <Indicator
+            label={unseen}
+            size={16}
+            disabled={unseen === 0}
+            className="thread-jump"
+            data-testid="jump-to-newest"
+            data-unseen={unseen}
+          >
+            <ActionIcon
+              variant="default"
+              radius="xl"
+              size="lg"
+              onClick={jumpToNewest}
+              aria-label={unseen ? `Jump to the newest message (${unseen} new)` : 'Jump to the newest message'}
+            >
+              <IconChevronDown size={18} />
+            </ActionIcon>
+          </Indicator>
+        )}
+      </div>
+      <VisuallyHidden role="status" data-testid="message-announcer">
+        {announcement}
+      </VisuallyHidden>
+    </>
   );
 }
 
@@ -275,6 +400,7 @@ export function Thread({
         </Stack>
         {remoteTyping && <Badge variant="light">typing…</Badge>}
         {isGroup && <GroupHeader key={chatId} connectionId={connectionId} chatId={chatId} online={online} onParticipants={setParticipants} />}
+        {!isGroup && chatId !== 'status@broadcast' && <ContactInfoButton key={chatId} connectionId={connectionId} chatId={chatId} chatName={chatName} online={online} />}
         <ExportMenu connectionId={connectionId} chatId={chatId} />
         {!online && (
           <Badge color="orange" variant="light">

@@ -21,6 +21,8 @@ declare module 'fastify' {
      * query parameter when no header is sent (WebSocket clients in browsers cannot set headers).
      */
     auth?: 'bearer' | 'none' | 'bearer-or-query';
+    /** The route belongs to the machine, not to a user: only its owner may call it (routes/settings.ts). */
+    owner?: boolean;
   }
 }
 

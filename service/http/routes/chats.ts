@@ -1,8 +1,7 @@
 /** `GET /api/connections/:id/chats` (interface-spec §4.2): chats by most recent message; `offset` counts chats. */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Limit, Offset } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Limit, Offset } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 export const ChatSchema = Type.Object({
@@ -34,7 +33,7 @@ export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     '/connections/:id/chats',
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const { limit, offset, unread_only, include_status, q } = request.query;
       const json = store.chats.listJson(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
       // Rendered by SQLite as the response schema would serialise it (db/chats.ts): sent as it is.

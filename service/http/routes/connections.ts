@@ -1,15 +1,15 @@
 /**
  * Connections (interface-spec §4.1): list, create, get-or-create, read, rename, delete (soft: status `stopped`),
- * restart, QR code, phone-number pairing code and profile. Sessions themselves are the engine's; this file only starts, stops and asks it.
+ * restart, QR code and phone-number pairing code (the profile, `/me`, is in profiles.ts). Sessions themselves are the
+ * engine's; this file only starts, stops and asks it.
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import QRCode from 'qrcode';
 import { CONNECTION_STATUSES, type ConnectionRow, type ConnectionStatus } from '../../db/connections.ts';
 import { booting, conflict } from '../../errors.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable, SuccessSchema } from '../schemas.ts';
 import { billingOf } from './billing.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -76,7 +76,6 @@ const ListQuery = Type.Object({
     Type.Literal('deleted', { description: 'Addition: `deleted` also lists deleted connections (status `stopped`), read-only records' }),
   ),
 });
-const ProfileSchema = Type.Object({ id: Type.String(), pushName: Type.String() });
 const PairingCodeBody = Type.Object(
   {
     phoneNumber: Type.String({
@@ -160,15 +159,15 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   api.get(
     '/connections/:id',
-    { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } } },
-    async (request) => present(ownedConnection(store, request.user, request.params.id, { includeStopped: true })),
+    { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } }, config: { includeStoppedConnection: true } },
+    async (request) => present(request.connection),
   );
 
   api.patch(
     '/connections/:id',
     { schema: { params: ConnectionParams, body: UpdateBody, response: { 200: ConnectionSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const { name, rejectCalls, rejectCallsMessage } = request.body;
       if (name !== undefined) store.connections.rename(c.id, name);
       if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
@@ -182,19 +181,8 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     '/connections/:id',
     { schema: { params: ConnectionParams, response: { 200: SuccessSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
-      try {
-        await engine.stop(c.id, { logout: true });
-      } catch (err) {
-        // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
-        request.log.warn({ err, connectionId: c.id }, 'logout during delete failed; deleting anyway');
-      }
-      store.tx(() => {
-        const previous = store.connections.get(c.id)!.status;
-        if (previous === 'stopped') return;
-        store.connections.setStatus(c.id, 'stopped', 'deleted');
-        store.appendEvent(c.userId, c.id, 'session.status', { status: 'stopped', previous, reason: 'deleted' });
-      });
+      const c = request.connection;
+      await engine.remove(c.id);
       return { success: true as const };
     },
   );
@@ -203,7 +191,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     '/connections/:id/restart',
     { schema: { params: ConnectionParams, response: { 200: ConnectionSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       await engine.restart(c.id);
       return reread(c.id);
     },
@@ -213,7 +201,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     '/connections/:id/qr',
     { schema: { params: ConnectionParams, querystring: QrQuery, response: { 200: QrSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       if (c.status === 'starting' || c.status === 'reconnecting') throw booting();
       if (c.status !== 'scan_qr') throw conflict(noQrReason(c.status));
       const qr = engine.currentQr(c.id);
@@ -227,19 +215,8 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     '/connections/:id/pairing-code',
     { schema: { params: ConnectionParams, body: PairingCodeBody, response: { 200: PairingCodeSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return { code: await engine.requestPairingCode(c.id, request.body.phoneNumber) };
-    },
-  );
-
-  api.get(
-    '/connections/:id/me',
-    { schema: { params: ConnectionParams, response: { 200: ProfileSchema } } },
-    async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
-      const profile = c.status === 'online' ? engine.profile(c.id) : undefined;
-      if (!profile) throw conflict('Connection is not online');
-      return profile;
     },
   );
 };

@@ -39,7 +39,9 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dir?: string }
   });
   const dir = opts.dir ?? findConsoleDir();
   if (!dir) {
-    app.get('/', async (_request, reply) => {
+    // Hidden like the built console's static routes (fastify-static hides its own): the OpenAPI document, and
+    // the console types generated from it, must not depend on whether the console was built.
+    app.get('/', { schema: { hide: true } }, async (_request, reply) => {
       return reply
         .code(503)
         .type('text/html; charset=utf-8')

@@ -3,10 +3,9 @@
  * `POST /api/connections/:id/contacts/check` (addition): whether numbers are on WhatsApp, with JID and LID.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Limit, Nullable, Offset } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { MAX_NUMBERS_PER_CHECK } from '../../engine/number-check.ts';
-import { Limit, Nullable, Offset } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const ContactSchema = Type.Object({
@@ -40,7 +39,7 @@ export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.checkNumbers(c.id, request.body.phoneNumbers);
     },
   );
@@ -55,7 +54,7 @@ export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return store.contacts.list(c.id, request.query);
     },
   );

@@ -6,9 +6,8 @@
  * account is not in it), 403 `Not a group admin` (WhatsApp refused an admin action), 502 a failed request.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Limit, Nullable, Offset, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Limit, Nullable, Offset, SuccessSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Longest subject WhatsApp accepts (characters). */
@@ -77,7 +76,7 @@ const ParticipantResultSchema = Type.Object({
   }),
 });
 
-export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/groups',
     {
@@ -89,7 +88,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.listGroups(c.id, request.query);
     },
   );
@@ -105,7 +104,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return reply.code(201).send(await engine.createGroup(c.id, request.body));
     },
   );
@@ -120,7 +119,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.group(c.id, request.params.groupId);
     },
   );
@@ -136,7 +135,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.updateGroup(c.id, request.params.groupId, request.body);
     },
   );
@@ -152,7 +151,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.updateParticipants(c.id, request.params.groupId, request.body);
     },
   );
@@ -161,7 +160,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
     '/connections/:id/groups/:groupId/leave',
     { schema: { description: 'The account leaves the group.', params: GroupParams, response: { 200: SuccessSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       await engine.leaveGroup(c.id, request.params.groupId);
       return { success: true as const };
     },
@@ -177,7 +176,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.groupInviteCode(c.id, request.params.groupId);
     },
   );

@@ -14,15 +14,29 @@ const HealthSchema = Type.Object({
   storage: Type.Union([Type.Literal('ok'), Type.Literal('low'), Type.Literal('unavailable')], {
     description: '`low`: the data dir has less than twice --min-free-mb free; `unavailable`: commits are failing (disk full)',
   }),
+  portFallback: Type.Optional(
+    Type.Object(
+      {
+        requested: Type.Integer({ description: 'The configured API port, which another program holds' }),
+        port: Type.Integer({ description: 'The port the API listens on instead' }),
+        message: Type.String({ description: 'What happened and what to do, for the operator' }),
+      },
+      { description: 'Present when the configured port was taken and the desktop app fell back to a free one' },
+    ),
+  ),
 });
 
-export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { store, version, sandbox, startedAt, storage }) => {
-  api.get('/', { config: { auth: 'none' }, schema: { response: { 200: HealthSchema } } }, async () => ({
-    status: 'ok' as const,
-    version,
-    uptime: Math.floor((Date.now() - startedAt) / 1000),
-    connections: store.connections.countActive(),
-    sandbox,
-    storage: storage?.() ?? (store.storage().state === 'unavailable' ? ('unavailable' as const) : ('ok' as const)),
-  }));
+export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { store, version, sandbox, startedAt, storage, portFallback }) => {
+  api.get('/', { config: { auth: 'none' }, schema: { response: { 200: HealthSchema } } }, async () => {
+    const fallback = portFallback?.();
+    return {
+      status: 'ok' as const,
+      version,
+      uptime: Math.floor((Date.now() - startedAt) / 1000),
+      connections: store.connections.countActive(),
+      sandbox,
+      storage: storage?.() ?? (store.storage().state === 'unavailable' ? ('unavailable' as const) : ('ok' as const)),
+      ...(fallback && { portFallback: fallback }),
+    };
+  });
 };

@@ -12,7 +12,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MediaFileInfo } from '../../engine/types.ts';
 import { notFound } from '../../errors.ts';
 import { canonicalChatId } from '../../engine/chat-id.ts';
-import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { errorBody } from '../plugins/errors.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -61,7 +60,7 @@ async function sendFile(request: FastifyRequest, reply: FastifyReply, file: Medi
 
 export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
   api.get('/connections/:id/media/:filename', { schema: { params: FileParams } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     return sendFile(request, reply, await engine.mediaFile(c.id, request.params.filename));
   });
 
@@ -69,7 +68,7 @@ export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
     '/connections/:id/messages/:messageId/media',
     { schema: { params: MessageParams, querystring: MessageQuery } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const chatId = canonicalChatId(store, c.id, request.query.chatId);
       const message = store.messages.get(c.id, request.params.messageId);
       if (!message || message.chatId !== chatId) throw notFound('Message not found');

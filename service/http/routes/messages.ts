@@ -8,7 +8,6 @@ import { Type } from '@sinclair/typebox';
 import { decodeCursor, type ChatPage, type Message } from '../../db/messages.ts';
 import { badRequest, notFound } from '../../errors.ts';
 import { canonicalChatId } from '../../engine/chat-id.ts';
-import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Limit, MessageSchema, Nullable } from '../schemas.ts';
 import { compileSerializer } from '../serializer.ts';
@@ -59,7 +58,7 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     '/connections/:id/chats/:chatId/messages',
     { schema: { params: ChatParams, querystring: PageQuery, response: { 200: PageSchema } } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const { limit, before, after, around } = request.query;
       const chatId = canonicalChatId(store, c.id, request.params.chatId);
       if ([before, after, around].filter((v) => v !== undefined).length > 1) {
@@ -96,7 +95,7 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const chatId = canonicalChatId(store, c.id, request.query.chatId);
       const message = store.messages.get(c.id, request.params.messageId);
       if (!message || message.chatId !== chatId) throw notFound('Message not found');

@@ -6,9 +6,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, MessageSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { MessageSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
@@ -19,6 +18,9 @@ const ForwardBody = Type.Object(
     chatId,
     messageId: Type.String({ minLength: 1, maxLength: 512, description: 'Id of the stored message to forward' }),
     fromChatId: Type.String({ minLength: 1, maxLength: 256, description: 'The chat the message is in' }),
+    skipPresence: Type.Optional(
+      Type.Boolean({ description: 'Accepted like on every send; a forward shows no typing indicator or delay either way' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -37,7 +39,7 @@ const StickerBody = Type.Object(
 const ContactParams = Type.Object({ id: Type.String(), jid: Type.String({ description: 'A user JID or an international number' }) });
 const BlockState = Type.Object({ jid: Type.String(), blocked: Type.Boolean() });
 
-export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.delete(
     '/connections/:id/messages/:messageId',
     {
@@ -52,7 +54,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.revokeMessage(c.id, request.params.messageId, request.query.chatId);
     },
   );
@@ -70,7 +72,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
       },
     },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return reply.code(201).send(await engine.forward(c.id, request.body));
     },
   );
@@ -86,7 +88,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
         },
       },
       async (request) => {
-        const c = ownedConnection(store, request.user, request.params.id);
+        const c = request.connection;
         return engine.setBlocked(c.id, request.params.jid, action === 'block');
       },
     );
@@ -102,7 +104,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.blocklist(c.id);
     },
   );
@@ -118,7 +120,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
       },
     },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       await engine.rejectCall(c.id, request.params.callId);
       return { callId: request.params.callId, rejected: true as const };
     },
@@ -138,7 +140,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }
       },
     },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return reply.code(201).send(await engine.sendSticker(c.id, request.body));
     },
   );

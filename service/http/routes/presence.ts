@@ -3,9 +3,8 @@
  * to 0) and the typing indicator. Body `{ chatId }` for all three; answers 200 `{ success: true }`.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { SuccessSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const ChatBody = Type.Object(
@@ -13,23 +12,23 @@ const ChatBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const presenceRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const presenceRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   const schema = { params: ConnectionParams, body: ChatBody, response: { 200: SuccessSchema } };
 
   api.post('/connections/:id/mark-read', { schema }, async (request) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     await engine.markRead(c.id, request.body.chatId);
     return { success: true as const };
   });
 
   api.post('/connections/:id/typing', { schema }, async (request) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     await engine.setTyping(c.id, request.body.chatId, true);
     return { success: true as const };
   });
 
   api.post('/connections/:id/typing/stop', { schema }, async (request) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     await engine.setTyping(c.id, request.body.chatId, false);
     return { success: true as const };
   });

@@ -18,7 +18,6 @@ import type { Store } from '../../db/store.ts';
 import type { AuthUser } from '../../auth/authenticate.ts';
 import { badRequest } from '../../errors.ts';
 import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
-import { ownedConnection } from '../connection-access.ts';
 import type { ApiDeps } from '../deps.ts';
 import { MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -166,7 +165,7 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
     '/connections/:id/search',
     { schema: { params: Type.Object({ id: Type.String() }), querystring: SearchQuery, response: { 200: SearchPage } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return runSearch(store, [c.id], request.query);
     },
   );
@@ -193,7 +192,7 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
       },
     },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       const chatId = canonicalChatId(store, c.id, request.params.chatId);
       const { format, media, since, until } = request.query;
       if (since !== undefined && until !== undefined && since > until) throw badRequest('since is after until');

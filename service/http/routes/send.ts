@@ -8,9 +8,8 @@ import { Type, type TProperties } from '@sinclair/typebox';
 import { badRequest } from '../../errors.ts';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
 import type { MediaKind } from '../../engine/types.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, MessageSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { MessageSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const common = {
@@ -81,7 +80,7 @@ const bodyLimitFor = (kind: MediaKind) => Math.ceil((MEDIA_LIMITS[kind] * 4) / 3
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 
-export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   const created = {
     params: ConnectionParams,
     response: { 201: MessageSchema },
@@ -92,7 +91,7 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
   };
 
   api.post('/connections/:id/send', { schema: { ...created, body: SendTextBody } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'text' }));
   });
 
@@ -101,7 +100,7 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
       `/connections/:id/send-${kind}`,
       { bodyLimit: bodyLimitFor(kind), schema: { ...created, body: MediaBody } },
       async (request, reply) => {
-        const c = ownedConnection(store, request.user, request.params.id);
+        const c = request.connection;
         return reply.code(201).send(await engine.send(c.id, { ...request.body, type: kind }));
       },
     );
@@ -111,28 +110,28 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
     '/connections/:id/send-audio',
     { bodyLimit: bodyLimitFor('audio'), schema: { ...created, body: AudioBody } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'audio' }));
     },
   );
 
   api.post('/connections/:id/send-location', { schema: { ...created, body: LocationBody } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'location' }));
   });
 
   api.post('/connections/:id/send-contact', { schema: { ...created, body: ContactBody } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'contact' }));
   });
 
   api.post('/connections/:id/send-poll', { schema: { ...created, body: PollBody } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'poll' }));
   });
 
   api.post('/connections/:id/react', { schema: { ...created, body: ReactBody } }, async (request, reply) => {
-    const c = ownedConnection(store, request.user, request.params.id);
+    const c = request.connection;
     const { emoji } = request.body;
     if (emoji !== '' && ([...segmenter.segment(emoji)].length !== 1 || !/\p{Extended_Pictographic}|\p{Regional_Indicator}/u.test(emoji))) {
       throw badRequest('body/emoji must be a single emoji, or "" to remove your reaction');
@@ -145,7 +144,7 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => 
     '/connections/:id/messages/:messageId',
     { schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return engine.editMessage(c.id, request.params.messageId, request.body);
     },
   );

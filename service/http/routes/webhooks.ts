@@ -1,20 +1,21 @@
 /**
  * Webhooks (interface-spec §4.5, §2.6, §2.7, §3.2): list/create per connection, update, delete, the delivery log,
  * a test event, and (an addition to the spec) replay of one logged delivery with its original `webhook-id`.
- * Delivery itself is the dispatcher's (service/webhooks/dispatcher.ts); these routes only write rows.
+ * Outbox rows are the outbox's (service/webhooks/outbox.ts) and delivery the dispatcher's: these routes manage
+ * the webhooks and ask the outbox for test events, retries and replays.
  */
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { AuthUser } from '../../auth/authenticate.ts';
-import { newDeliveryId, type DeliveryRow } from '../../db/deliveries.ts';
+import type { DeliveryRow } from '../../db/deliveries.ts';
 import type { Store } from '../../db/store.ts';
 import type { WebhookRow } from '../../db/webhooks.ts';
 import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
+import { TEST_EVENT } from '../../webhooks/outbox.ts';
 import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
-import { ConnectionParams, ownedConnection } from '../connection-access.ts';
+import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Event types a webhook can subscribe to today; `*` subscribes to all (including future ones). */
@@ -33,7 +34,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'presence.update',
   'group.update',
   'group.participants',
-  'webhook.test',
+  TEST_EVENT,
 ] as const;
 
 export const WebhookSchema = Type.Object({
@@ -144,9 +145,8 @@ function ownedWebhook(store: Pick<Store, 'webhooks'>, user: AuthUser, id: string
   return w;
 }
 
-export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }) => {
-  const policy = webhooks?.policy ?? new OutboundPolicy({ allowLan: false, allowLanSetting: () => store.webhooks.allowLanSetting() });
-  const wake = () => webhooks?.wake();
+export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, webhookPolicy }) => {
+  const policy = webhookPolicy ?? new OutboundPolicy({ allowLan: false, allowLanSetting: () => store.webhooks.allowLanSetting() });
 
   async function checkUrl(url: string): Promise<string> {
     try {
@@ -161,7 +161,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     '/connections/:id/webhooks',
     { schema: { params: ConnectionParams, response: { 200: Type.Array(WebhookSchema) } } },
     async (request) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       return store.webhooks.listByConnection(c.id).map(toWebhook);
     },
   );
@@ -170,7 +170,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
     '/connections/:id/webhooks',
     { schema: { params: ConnectionParams, body: CreateBody, response: { 201: WebhookSchema } } },
     async (request, reply) => {
-      const c = ownedConnection(store, request.user, request.params.id);
+      const c = request.connection;
       checkEvents(request.body.events);
       const url = await checkUrl(request.body.url);
       const row = store.webhooks.insert({
@@ -200,15 +200,14 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
         ...(active !== undefined && { active }),
       });
       if (!row) throw notFound('Webhook not found');
-      if (active) wake(); // resumes its pending deliveries
+      if (active) outbox.wake(); // resumes its pending deliveries
       return toWebhook(row);
     },
   );
 
   api.delete('/webhooks/:id', { schema: { params: WebhookParams, response: { 200: SuccessSchema } } }, async (request) => {
     const w = ownedWebhook(store, request.user, request.params.id);
-    store.webhooks.delete(w.id); // its deliveries go with it (ON DELETE CASCADE)
-    webhooks?.deleted?.(w.id);
+    outbox.deleteWebhook(w.id);
     return { success: true as const };
   });
 
@@ -223,15 +222,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
 
   api.post('/webhooks/:id/test', { schema: { params: WebhookParams, response: { 200: TestResult } } }, async (request) => {
     const w = ownedWebhook(store, request.user, request.params.id);
-    const logged = store.appendEvent(
-      w.userId,
-      w.connectionId,
-      'webhook.test',
-      { webhookId: w.id, message: 'Test event from Switchboard' },
-      { onlyWebhookId: w.id },
-    );
-    const delivery = store.deliveries.logs(w.id, 5).find((d) => d.eventSeq === logged.seq);
-    if (!delivery) throw new Error('test delivery was not recorded');
+    const delivery = outbox.sendTest(w);
     return { success: true as const, delivery: toDeliveryLog(delivery, w.active) };
   });
 
@@ -244,26 +235,11 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, webhooks }
       if (!d || d.webhookId !== w.id) throw notFound('Delivery not found');
       if (!w.active) throw conflict('Webhook is paused; activate it before replaying deliveries');
       // A delivery waiting for its next attempt is attempted now (200, the same delivery).
-      if (d.status === 'pending' && store.deliveries.dueNow(d.id)) {
-        wake();
+      if (d.status === 'pending' && outbox.retryNow(d.id)) {
         return reply.code(200).send(toDeliveryLog(store.deliveries.get(d.id)!));
       }
       if (d.status === 'pending' || d.status === 'delivering') throw conflict('Delivery is still in progress');
-      const id = newDeliveryId();
-      store.deliveries.insert({
-        id,
-        webhookId: w.id,
-        userId: d.userId,
-        eventSeq: d.eventSeq,
-        msgId: d.msgId,
-        eventType: d.eventType,
-        body: d.body,
-        status: 'pending',
-        nextAttemptAt: Date.now(),
-        replayOf: d.id,
-      });
-      wake();
-      return reply.code(201).send(toDeliveryLog(store.deliveries.get(id)!));
+      return reply.code(201).send(toDeliveryLog(outbox.replay(d)));
     },
   );
 };

@@ -2,7 +2,7 @@
  * One WebSocket subscriber of a user's event log (interface-spec §4.7, §6.1). Each logged event goes out as a
  * JSON text frame `{ event, connectionId, payload, timestamp, seq }`, in `seq` order, without gaps or duplicates:
  *
- * 1. subscribe to the bus first and hold live events in memory;
+ * 1. subscribe to the event log first and hold live (committed) events in memory;
  * 2. replay the log after the client's `after` seq from SQLite, page by page, waiting for each full page to be
  *    flushed to the socket before reading the next (flow control for large backlogs);
  * 3. send the held events whose seq is above the last one sent, then send live events as they come.
@@ -18,8 +18,8 @@
  */
 import { WebSocket } from 'ws';
 import type { Logger } from 'pino';
-import type { LoggedEvent } from '../../db/events.ts';
 import type { Store } from '../../db/store.ts';
+import type { EventLog, LoggedEvent } from '../../events/log.ts';
 
 export interface StreamLimits {
   /** Events read from the log per replay query. */
@@ -44,7 +44,10 @@ export const CLOSE_CODES = { shuttingDown: 1001, internalError: 1011, slowConsum
 const CLOSE_GRACE_MS = 3_000;
 
 export interface EventStreamOptions {
-  store: Pick<Store, 'bus' | 'events'>;
+  /** The stored log, read for the replay. */
+  store: Pick<Store, 'events'>;
+  /** The live log, subscribed to for committed events. */
+  events: Pick<EventLog, 'subscribe'>;
   userId: string;
   /** Resume after this seq; undefined: live events only. */
   after: number | undefined;
@@ -84,7 +87,7 @@ export class EventStream {
     this.#opts = opts;
     this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
     // Subscribing and reading the log's end happen in one synchronous step, so no event falls between them.
-    this.#unsubscribe = opts.store.bus.subscribe(opts.userId, (e) => this.#onLiveEvent(e));
+    this.#unsubscribe = opts.events.subscribe(opts.userId, (e) => this.#onLiveEvent(e));
     this.#lastSent = opts.after ?? opts.store.events.lastSeq(opts.userId);
     socket.on('pong', () => (this.#answeredPing = true));
     socket.once('close', () => this.#stop());

@@ -51,7 +51,7 @@ const StreamQuery = Type.Object({
 
 export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (
   api,
-  { store, streams, streamLimits, live, maxStreamsPerUser = 0 },
+  { store, events, streams, streamLimits, live, maxStreamsPerUser = 0 },
 ) => {
   const limits: StreamLimits = { ...DEFAULT_STREAM_LIMITS, ...streamLimits };
   const open = new PerUserSlots();
@@ -86,6 +86,7 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (
       const types = parseEventTypes(request.query.events, 'querystring/events');
       const stream = new EventStream(socket, {
         store,
+        events,
         userId,
         after: request.query.after,
         limits,

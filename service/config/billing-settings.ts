@@ -1,10 +1,13 @@
 /**
  * Billing settings and their defaults, kept free of the provider code (and the Stripe SDK) so config resolution
- * stays light. Resolved from flags/env in config/service-config.ts; the desktop app builds one with its
- * keychain-backed SecretStore as the Stripe key's source.
+ * stays light, and in config/ so the config loader does not reach up into billing/ (the layering of DESIGN.md §2).
+ * Resolved from flags/env in service-config.ts; the desktop app builds one with its keychain-backed SecretStore as
+ * the Stripe key's source.
  */
-import type { ProviderKind } from './provider.ts';
-import type { SecretSource } from './secret.ts';
+import type { SecretSource } from '../secrets/secret.ts';
+
+/** Which payment provider counts the slots (billing/provider.ts). */
+export type ProviderKind = 'local' | 'stripe';
 
 export const DEFAULT_MAX_SLOTS = 100;
 export const DEFAULT_CACHE_TTL_MS = 30_000;
