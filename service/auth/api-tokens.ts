@@ -58,8 +58,10 @@ export function issueToken(tokens: TokensRepo, userId: string, name: string): { 
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
- * Verifier for `wh_` API tokens: checks the shape and checksum, looks the token up by its SHA-256, and rejects
- * revoked tokens and disabled users (401 `Invalid or revoked API token`). Records use at most once a minute.
+ * Verifier for `wh_` API tokens: checks the shape and checksum, looks the token and its user up by its SHA-256
+ * (one query: this runs on every request), and rejects revoked tokens and disabled users (401 `Invalid or revoked
+ * API token`). Nothing is cached: a revocation or a disabled user, from this process or the CLI, counts from the
+ * next request. Records use at most once a minute.
  */
 export function apiTokenVerifier(
   store: Pick<Store, 'tokens' | 'users'>,
@@ -69,14 +71,13 @@ export function apiTokenVerifier(
     kind: 'api-token',
     claims: (token) => token.startsWith(TOKEN_PREFIX),
     async verify(token) {
-      const record = isWellFormedToken(token) ? store.tokens.findActiveByHash(hashToken(token)) : undefined;
-      const user = record && store.users.get(record.userId);
-      if (!record || !user || user.disabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
+      const found = isWellFormedToken(token) ? store.tokens.credentialByHash(hashToken(token)) : undefined;
+      if (!found || found.userDisabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
       const at = now();
-      if (!record.lastUsedAt || at.getTime() - Date.parse(record.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
-        store.tokens.touch(record.id, at.toISOString());
+      if (!found.lastUsedAt || at.getTime() - Date.parse(found.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
+        store.tokens.touch(found.tokenId, at.toISOString());
       }
-      return { id: user.id, name: user.name, credential: { kind: 'api-token', tokenId: record.id } };
+      return { id: found.userId, name: found.userName, credential: { kind: 'api-token', tokenId: found.tokenId } };
     },
   };
 }

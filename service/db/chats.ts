@@ -27,7 +27,59 @@ interface RawRow {
   contact_name: string | null;
 }
 
+/**
+ * The rows and order of `list`. `ORDER BY last_ts DESC, id` is the spec's order (chats without a last activity,
+ * NULL, come last: NULL sorts lowest) and is the order of the `chats_recent` index (the table's key, `id`, ends
+ * each entry), so a page reads its rows off that index and stops: no sort of every chat of the connection.
+ */
+const LIST_FROM = `FROM chats c LEFT JOIN contacts k ON k.connection_id = c.connection_id AND k.jid = c.id
+       WHERE c.connection_id = @connectionId AND (@unreadOnly = 0 OR c.unread > 0)
+         AND (@like IS NULL OR c.name LIKE @like ESCAPE '\\' OR k.name LIKE @like ESCAPE '\\'
+              OR k.push_name LIKE @like ESCAPE '\\' OR c.id LIKE @like ESCAPE '\\')
+         AND (@includeStatus = 1 OR c.id <> 'status@broadcast')
+       ORDER BY c.last_ts DESC, c.id LIMIT @limit OFFSET @offset`;
+
+/**
+ * A row of `list` as the API's Chat JSON (the bytes fast-json-stringify writes for the Chat `list` builds, key
+ * order of routes/chats.ts ChatSchema; json_quote escapes like JSON.stringify, CAST truncates like its integers):
+ * see db/message-json.ts for why pages are rendered in SQL. test/unit/chat-json.test.ts compares the two.
+ */
+const CHAT_JSON_SQL = `format('{"id":%s,"name":%s,"isGroup":%s,"lastMessage":{"body":%s,"timestamp":%s,"fromMe":%s},"unread":%s}',
+    json_quote(c.id),
+    json_quote(COALESCE(c.name, k.name, k.push_name, CASE WHEN instr(c.id, '@') > 0 THEN substr(c.id, 1, instr(c.id, '@') - 1) ELSE c.id END)),
+    CASE c.is_group WHEN 1 THEN 'true' ELSE 'false' END,
+    CASE WHEN c.last_from_me IS NULL THEN '""' ELSE json_quote(IFNULL(c.last_body, '')) END,
+    IFNULL(CAST(c.last_ts AS INTEGER), 0),
+    CASE c.last_from_me WHEN 1 THEN 'true' ELSE 'false' END,
+    CAST(c.unread AS INTEGER))`;
+
 export type ChatsRepo = ReturnType<typeof chatsRepo>;
+
+/**
+ * Options of `list`: `q` keeps the chats whose name, contact name, push name or JID contains it (case-insensitive
+ * for ASCII; a phone number matches its JID's digits); the status posts pseudo-chat (`status@broadcast`) only with
+ * `includeStatus`.
+ */
+export interface ChatListOptions {
+  limit: number;
+  offset: number;
+  unreadOnly: boolean;
+  includeStatus?: boolean;
+  q?: string | undefined;
+}
+
+function listParams(connectionId: string, opts: ChatListOptions) {
+  const term = opts.q?.trim().replace(/^\+/, '');
+  const like = term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  return {
+    connectionId,
+    limit: opts.limit,
+    offset: opts.offset,
+    unreadOnly: opts.unreadOnly ? 1 : 0,
+    includeStatus: opts.includeStatus ? 1 : 0,
+    like,
+  };
+}
 
 export function chatsRepo(db: Db) {
   const q = {
@@ -54,16 +106,9 @@ export function chatsRepo(db: Db) {
     markRead: db.prepare(`UPDATE chats SET unread = 0 WHERE connection_id = ? AND id = ?`),
     setUnread: db.prepare(`UPDATE chats SET unread = ? WHERE connection_id = ? AND id = ? AND unread <> ?`),
     unread: db.prepare(`SELECT unread FROM chats WHERE connection_id = ? AND id = ?`),
-    list: db.prepare(
-      `SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me,
-              COALESCE(k.name, k.push_name) AS contact_name
-       FROM chats c LEFT JOIN contacts k ON k.connection_id = c.connection_id AND k.jid = c.id
-       WHERE c.connection_id = @connectionId AND (@unreadOnly = 0 OR c.unread > 0)
-         AND (@like IS NULL OR c.name LIKE @like ESCAPE '\\' OR k.name LIKE @like ESCAPE '\\'
-              OR k.push_name LIKE @like ESCAPE '\\' OR c.id LIKE @like ESCAPE '\\')
-         AND (@includeStatus = 1 OR c.id <> 'status@broadcast')
-       ORDER BY c.last_ts IS NULL, c.last_ts DESC, c.id LIMIT @limit OFFSET @offset`,
-    ),
+    list: db.prepare(`SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me,
+              COALESCE(k.name, k.push_name) AS contact_name ${LIST_FROM}`),
+    listJson: db.prepare(`SELECT ${CHAT_JSON_SQL} ${LIST_FROM}`).pluck(),
   };
 
   return {
@@ -114,20 +159,8 @@ export function chatsRepo(db: Db) {
      * with `includeStatus`. `q` keeps the chats whose name, contact name, push name or JID contains it
      * (case-insensitive for ASCII; a phone number matches its JID's digits).
      */
-    list(
-      connectionId: string,
-      opts: { limit: number; offset: number; unreadOnly: boolean; includeStatus?: boolean; q?: string | undefined },
-    ): Chat[] {
-      const term = opts.q?.trim().replace(/^\+/, '');
-      const like = term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-      const rows = q.list.all({
-        connectionId,
-        limit: opts.limit,
-        offset: opts.offset,
-        unreadOnly: opts.unreadOnly ? 1 : 0,
-        includeStatus: opts.includeStatus ? 1 : 0,
-        like,
-      }) as RawRow[];
+    list(connectionId: string, opts: ChatListOptions): Chat[] {
+      const rows = q.list.all(listParams(connectionId, opts)) as RawRow[];
       return rows.map((r) => ({
         id: r.id,
         name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,
@@ -138,6 +171,10 @@ export function chatsRepo(db: Db) {
             : { body: r.last_body ?? '', timestamp: r.last_ts ?? 0, fromMe: r.last_from_me === 1 },
         unread: r.unread,
       }));
+    },
+    /** `list` as the API's JSON array of Chats, rendered by SQLite (the REST read path, issue 16). */
+    listJson(connectionId: string, opts: ChatListOptions): string {
+      return `[${(q.listJson.all(listParams(connectionId, opts)) as string[]).join(',')}]`;
     },
   };
 }

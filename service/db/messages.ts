@@ -5,6 +5,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
 import { MediaUrls, mediaFileOfUrl } from './media-url.ts';
+import { MESSAGE_ITEM_SQL, itemId, itemJson, itemPosition } from './message-json.ts';
 import { searchIndex, type SearchIndex } from './search.ts';
 
 export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'location', 'contact'] as const;
@@ -147,11 +148,14 @@ export interface StoredMessage extends MessageCore {
   messageSecret?: Uint8Array | null;
 }
 
-export interface MessagePage {
-  messages: Message[];
+/** A page of a chat: `M` is a Message, or (`rendered` pages) its API JSON where SQLite rendered it. */
+export interface ChatPage<M> {
+  messages: M[];
   nextBefore: string | null;
   historyStartsAt: number | null;
 }
+
+export type MessagePage = ChatPage<Message>;
 
 interface RawRow {
   id: string;
@@ -297,6 +301,64 @@ export function decodeCursor(cursor: string): PagePosition | undefined {
   return { timestamp: Number(m[1]), seq: Number(m[2]) };
 }
 
+/** Where the paging of a chat reads its rows from, and how it turns them into a page's items. */
+interface PageSource<R, M> {
+  /** Up to `n` newest rows, newest first. */
+  first(connectionId: string, chatId: string, n: number): R[];
+  /** Up to `n` rows older than `at`, newest first. */
+  before(connectionId: string, chatId: string, at: PagePosition, n: number): R[];
+  /** Up to `n` rows newer than `at`, oldest first. */
+  after(connectionId: string, chatId: string, at: PagePosition, n: number): R[];
+  position(row: R): PagePosition;
+  /** The page's items of `rows`, in their order. */
+  finish(connectionId: string, rows: R[]): M[];
+  /** Timestamp of the chat's oldest message; undefined for an empty chat. */
+  oldest(connectionId: string, chatId: string): number | undefined;
+  hasAfter(connectionId: string, chatId: string, at: PagePosition): boolean;
+}
+
+/** Keyset paging of a chat over `src` (messagesRepo's `page`, `pageAfter` and `pageAround` document the pages). */
+function chatPages<R, M>(src: PageSource<R, M>) {
+  function page(connectionId: string, chatId: string, limit: number, before?: PagePosition): ChatPage<M> {
+    const rows = before ? src.before(connectionId, chatId, before, limit + 1) : src.first(connectionId, chatId, limit + 1);
+    const more = rows.length > limit;
+    const pageRows = rows.slice(0, limit);
+    const messages = src.finish(connectionId, pageRows);
+    const last = pageRows[pageRows.length - 1];
+    if (more && last) return { messages, nextBefore: encodeCursor(src.position(last)), historyStartsAt: null };
+    return { messages, nextBefore: null, historyStartsAt: src.oldest(connectionId, chatId) ?? null };
+  }
+  function pageAfter(connectionId: string, chatId: string, limit: number, after: PagePosition): ChatPage<M> & { nextAfter: string | null } {
+    const rows = src.after(connectionId, chatId, after, limit + 1);
+    const more = rows.length > limit;
+    const pageRows = rows.slice(0, limit);
+    const newest = pageRows[pageRows.length - 1];
+    const oldest = pageRows[0];
+    return {
+      messages: src.finish(connectionId, pageRows.reverse()),
+      nextBefore: encodeCursor(oldest ? src.position(oldest) : after),
+      historyStartsAt: null,
+      nextAfter: more && newest ? encodeCursor(src.position(newest)) : null,
+    };
+  }
+  function pageAround(connectionId: string, chatId: string, limit: number, at: PagePosition): ChatPage<M> & { nextAfter: string | null } {
+    const newerWanted = Math.floor((limit - 1) / 2);
+    const newerRows = src.after(connectionId, chatId, at, newerWanted + 1).slice(0, newerWanted);
+    // The message itself and the older ones: everything at or before its position.
+    const older = page(connectionId, chatId, limit - newerRows.length, { timestamp: at.timestamp, seq: at.seq + 1 });
+    const newest = newerRows[newerRows.length - 1];
+    const newestAt = newest && src.position(newest);
+    const moreNewer = newestAt ? src.hasAfter(connectionId, chatId, newestAt) : false;
+    return {
+      messages: [...src.finish(connectionId, newerRows.reverse()), ...older.messages],
+      nextBefore: older.nextBefore,
+      historyStartsAt: older.historyStartsAt,
+      nextAfter: moreNewer && newestAt ? encodeCursor(newestAt) : null,
+    };
+  }
+  return { page, pageAfter, pageAround };
+}
+
 export type MessagesRepo = ReturnType<typeof messagesRepo>;
 
 /**
@@ -339,6 +401,27 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
        ORDER BY timestamp ASC, seq ASC LIMIT ?`,
     ),
     position: db.prepare(`SELECT chat_id, timestamp, seq FROM messages WHERE connection_id = ? AND id = ?`),
+    anyAfter: db.prepare(
+      `SELECT 1 FROM messages WHERE connection_id = ? AND chat_id = ? AND (timestamp, seq) > (?, ?) LIMIT 1`,
+    ),
+    renderFirst: db
+      .prepare(
+        `SELECT ${MESSAGE_ITEM_SQL} FROM messages m WHERE m.connection_id = @c AND m.chat_id = @chat
+         ORDER BY m.timestamp DESC, m.seq DESC LIMIT @n`,
+      )
+      .pluck(),
+    renderBefore: db
+      .prepare(
+        `SELECT ${MESSAGE_ITEM_SQL} FROM messages m WHERE m.connection_id = @c AND m.chat_id = @chat
+           AND (m.timestamp, m.seq) < (@ts, @seq) ORDER BY m.timestamp DESC, m.seq DESC LIMIT @n`,
+      )
+      .pluck(),
+    renderAfter: db
+      .prepare(
+        `SELECT ${MESSAGE_ITEM_SQL} FROM messages m WHERE m.connection_id = @c AND m.chat_id = @chat
+           AND (m.timestamp, m.seq) > (@ts, @seq) ORDER BY m.timestamp ASC, m.seq ASC LIMIT @n`,
+      )
+      .pluck(),
     range: db.prepare(
       `SELECT ${COLUMNS}, seq FROM messages WHERE connection_id = ? AND chat_id = ? AND (timestamp, seq) > (?, ?)
          AND timestamp <= ? ORDER BY timestamp ASC, seq ASC LIMIT ?`,
@@ -422,6 +505,49 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     );
     return rows.map((r) => toMessage(r, connectionId, urls, reactions.get(r.id) ?? []));
   };
+
+  const position = (r: { timestamp: number; seq?: number }): PagePosition => ({ timestamp: r.timestamp, seq: r.seq! });
+  const oldestOf = (connectionId: string, chatId: string) =>
+    (q.oldest.get(connectionId, chatId) as { timestamp: number } | undefined)?.timestamp;
+  const hasAfter = (connectionId: string, chatId: string, at: PagePosition) =>
+    q.anyAfter.get(connectionId, chatId, at.timestamp, at.seq) !== undefined;
+
+  const objectPages = chatPages<RawRow, Message>({
+    first: (c, chat, n) => q.firstPage.all(c, chat, n) as RawRow[],
+    before: (c, chat, at, n) => q.pageBefore.all(c, chat, at.timestamp, at.seq, n) as RawRow[],
+    after: (c, chat, at, n) => q.pageAfter.all(c, chat, at.timestamp, at.seq, n) as RawRow[],
+    position,
+    finish: withReactions,
+    oldest: oldestOf,
+    hasAfter,
+  });
+
+  /** Rendered pages read one MESSAGE_ITEM_SQL text per row (message-json.ts). */
+  const renderedPages = chatPages<string, string | Message>({
+    first: (c, chat, n) => q.renderFirst.all({ c, chat, n, mediaPrefix: urls.of(c, '') }) as string[],
+    before: (c, chat, at, n) =>
+      q.renderBefore.all({ c, chat, ts: at.timestamp, seq: at.seq, n, mediaPrefix: urls.of(c, '') }) as string[],
+    after: (c, chat, at, n) =>
+      q.renderAfter.all({ c, chat, ts: at.timestamp, seq: at.seq, n, mediaPrefix: urls.of(c, '') }) as string[],
+    position: itemPosition,
+    finish(connectionId, items) {
+      const out = new Array<string | Message>(items.length);
+      const left: number[] = [];
+      for (let i = 0; i < items.length; i++) {
+        const json = itemJson(items[i]!);
+        if (json === undefined) left.push(i);
+        else out[i] = json;
+      }
+      if (left.length > 0) {
+        // The rows SQL left to JavaScript (structured content, unusual media) are read and built as `page` builds them.
+        const rows = left.map((i) => q.get.get(connectionId, itemId(items[i]!)) as RawRow);
+        withReactions(connectionId, rows).forEach((m, k) => (out[left[k]!] = m));
+      }
+      return out;
+    },
+    oldest: oldestOf,
+    hasAfter,
+  });
 
   return {
     /** Inserts or merges a message (a later copy never lowers its ack). Returns true when it was new. */
@@ -567,22 +693,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
      * One page of a chat, newest first. `before` is a decoded cursor. `historyStartsAt` is the oldest stored
      * timestamp once the page reaches the end (nextBefore null), and null for a chat with no messages.
      */
-    page(connectionId: string, chatId: string, limit: number, before?: PagePosition): MessagePage {
-      const rows = (
-        before
-          ? q.pageBefore.all(connectionId, chatId, before.timestamp, before.seq, limit + 1)
-          : q.firstPage.all(connectionId, chatId, limit + 1)
-      ) as RawRow[];
-      const more = rows.length > limit;
-      const pageRows = rows.slice(0, limit);
-      const messages = withReactions(connectionId, pageRows);
-      const last = pageRows[pageRows.length - 1];
-      if (more && last) {
-        return { messages, nextBefore: encodeCursor({ timestamp: last.timestamp, seq: last.seq! }), historyStartsAt: null };
-      }
-      const oldest = q.oldest.get(connectionId, chatId) as { timestamp: number } | undefined;
-      return { messages, nextBefore: null, historyStartsAt: oldest?.timestamp ?? null };
-    },
+    page: objectPages.page,
     /**
      * Position of a message in its chat's order (for `around=`); undefined when the message is not in that chat.
      */
@@ -595,38 +706,18 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
      * `nextAfter`: cursor to continue towards newer messages, null when the page reaches the newest;
      * `nextBefore`: the cursor of the page's oldest message (older messages exist: at least `after`'s own).
      */
-    pageAfter(connectionId: string, chatId: string, limit: number, after: PagePosition): MessagePage & { nextAfter: string | null } {
-      const rows = q.pageAfter.all(connectionId, chatId, after.timestamp, after.seq, limit + 1) as RawRow[];
-      const more = rows.length > limit;
-      const pageRows = rows.slice(0, limit);
-      const newest = pageRows[pageRows.length - 1];
-      const oldest = pageRows[0];
-      return {
-        messages: withReactions(connectionId, pageRows.reverse()),
-        nextBefore: encodeCursor(oldest ? { timestamp: oldest.timestamp, seq: oldest.seq! } : after),
-        historyStartsAt: null,
-        nextAfter: more && newest ? encodeCursor({ timestamp: newest.timestamp, seq: newest.seq! }) : null,
-      };
-    },
+    pageAfter: objectPages.pageAfter,
     /**
      * The page of `limit` messages centred on the message at `at` (it included; older half first rounded down),
      * newest first, with cursors both ways (`nextBefore`/`historyStartsAt` as in `page`, `nextAfter` as in
      * `pageAfter`).
      */
-    pageAround(connectionId: string, chatId: string, limit: number, at: PagePosition): MessagePage & { nextAfter: string | null } {
-      const newerWanted = Math.floor((limit - 1) / 2);
-      const newerRows = (q.pageAfter.all(connectionId, chatId, at.timestamp, at.seq, newerWanted + 1) as RawRow[]).slice(0, newerWanted);
-      // The message itself and the older ones: everything at or before its position.
-      const older = this.page(connectionId, chatId, limit - newerRows.length, { timestamp: at.timestamp, seq: at.seq + 1 });
-      const newest = newerRows[newerRows.length - 1];
-      const moreNewer = newest ? q.pageAfter.all(connectionId, chatId, newest.timestamp, newest.seq!, 1).length > 0 : false;
-      return {
-        messages: [...withReactions(connectionId, newerRows.reverse()), ...older.messages],
-        nextBefore: older.nextBefore,
-        historyStartsAt: older.historyStartsAt,
-        nextAfter: moreNewer && newest ? encodeCursor({ timestamp: newest.timestamp, seq: newest.seq! }) : null,
-      };
-    },
+    pageAround: objectPages.pageAround,
+    /**
+     * `page`, `pageAfter` and `pageAround` with each message as its API JSON rendered by SQLite (message-json.ts),
+     * or as a Message where the SQL leaves it to JavaScript: the REST read path (issue 16). Same pages, same cursors.
+     */
+    rendered: renderedPages,
     /**
      * A chat's messages oldest first, read in batches of `batch` by keyset (the whole chat never sits in memory),
      * between `since` and `until` (unix seconds, inclusive). For exports.

@@ -353,6 +353,13 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       commitBatch();
       walSync?.syncNow();
     },
+    /**
+     * True when everything written so far is on disk: no group-commit batch is open and no batch waits for its
+     * fsync (`durable()` would resolve at once). Lets a response that follows no write skip the wait.
+     */
+    isDurable(): boolean {
+      return !batchOpen && !(walSync?.pending ?? false);
+    },
     /** Commits the open batch; resolves once everything written so far is on disk (before an API response). */
     durable(): Promise<void> {
       commitBatch();

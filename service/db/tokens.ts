@@ -40,6 +40,12 @@ export function tokensRepo(db: Db) {
       `INSERT INTO api_tokens (id, user_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
     ),
     byHash: db.prepare(`SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL`),
+    credential: db
+      .prepare(
+        `SELECT t.id, t.user_id, t.last_used_at, u.name, u.disabled FROM api_tokens t JOIN users u ON u.id = t.user_id
+         WHERE t.hash = ? AND t.revoked_at IS NULL`,
+      )
+      .raw(true),
     get: db.prepare(`SELECT * FROM api_tokens WHERE id = ?`),
     listActive: db.prepare(`SELECT * FROM api_tokens WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, id`),
     revoke: db.prepare(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
@@ -54,6 +60,17 @@ export function tokensRepo(db: Db) {
     findActiveByHash(hash: string): (TokenRecord & { userId: string }) | undefined {
       const r = q.byHash.get(hash) as RawRow | undefined;
       return r && { ...toRecord(r), userId: r.user_id };
+    },
+    /**
+     * What authenticating a request needs of the active token with this hash, in one lookup: its id, last use,
+     * and its user's id, name and whether they are disabled. Undefined for an unknown or revoked token (or one
+     * whose user is gone).
+     */
+    credentialByHash(
+      hash: string,
+    ): { tokenId: string; lastUsedAt: string | null; userId: string; userName: string; userDisabled: boolean } | undefined {
+      const r = q.credential.get(hash) as [string, string, string | null, string, number] | undefined;
+      return r && { tokenId: r[0], userId: r[1], lastUsedAt: r[2], userName: r[3], userDisabled: r[4] === 1 };
     },
     /** Any token (revoked too) by id, with owner and revocation time. */
     get(id: string): (TokenRecord & { userId: string; revokedAt: string | null }) | undefined {

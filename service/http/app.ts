@@ -110,16 +110,21 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
-  // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves.
-  app.addHook('onSend', async (request, _reply, payload) => {
-    try {
-      await deps.store.durable();
-    } catch (err) {
-      // The open batch held incoming traffic, not this request's writes (those committed in their own transaction):
-      // the sessions drop what waited for it and retry (store.onCommitFailure); the answer stands.
+  // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves. With no
+  // batch open or syncing (most reads) there is nothing to wait for: a callback hook answers without a promise.
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    if (deps.store.isDurable()) return done(null, payload);
+    // The open batch held incoming traffic, not this request's writes (those committed in their own transaction):
+    // if it fails, the sessions drop what waited for it and retry (store.onCommitFailure); the answer stands.
+    const failed = (err: unknown) => {
       request.log.warn({ err }, 'the open group commit failed while answering');
+      done(null, payload);
+    };
+    try {
+      deps.store.durable().then(() => done(null, payload), failed);
+    } catch (err) {
+      failed(err);
     }
-    return payload;
   });
   await registerOpenApi(app, { prefix: API_PREFIX, version: deps.version });
 

@@ -53,3 +53,12 @@ export function serializerSchemaController(): NonNullable<FastifyServerOptions['
     },
   };
 }
+
+/**
+ * A standalone serializer of `schema`: the compiler and schema rewrite of the routes' response serializers, for
+ * routes that assemble part of a body themselves (messages.ts: pages whose messages SQLite rendered).
+ */
+export function compileSerializer(schema: unknown): (value: unknown) => string {
+  const compile = SerializerSelector()(undefined as never, {} as never);
+  return compile({ method: 'GET', url: '/', httpStatus: '200', schema: serializerSchema(schema) } as never) as (value: unknown) => string;
+}

@@ -31,17 +31,51 @@ export const typeBoxValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schem
   const check = TypeCompiler.Compile(schema);
   const part = httpPart ?? 'request';
   const fromStrings = part !== 'body';
+  const applyDefaults = defaultsOf(schema);
   return (input: unknown) => {
     // A POST without a body is an empty object, so optional-only bodies may be omitted.
     let value = input ?? (part === 'body' ? {} : input);
     if (fromStrings) value = coerceStringFields(schema as JsonSchemaLike, value);
-    value = Value.Default(schema, value);
+    value = applyDefaults(value);
     if (check.Check(value)) return { value };
     const first = check.Errors(value).First();
     const error = new Error(first ? describe(part, first) : `${part} is invalid`);
     return { error };
   };
 };
+
+/**
+ * `Value.Default(schema, ·)`, or an equivalent shortcut for the common shape of params and querystrings: an object
+ * whose only defaults are scalars on its own properties (TypeBox then sets each missing one to its default and
+ * leaves everything else as it is). Value.Default walks and clones the whole schema on every request.
+ */
+function defaultsOf(schema: TSchema): (value: unknown) => unknown {
+  const general = (value: unknown) => Value.Default(schema, value);
+  const s = schema as JsonSchemaLike & { default?: unknown; additionalProperties?: unknown };
+  if (s.type !== 'object' || !s.properties || 'default' in s) return general;
+  const defaults: Array<[string, unknown]> = [];
+  for (const [key, prop] of Object.entries(s.properties)) {
+    const d = (prop as { default?: unknown }).default;
+    if (d !== undefined && (typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean')) defaults.push([key, d]);
+  }
+  // Any other default (nested, non-scalar, on additionalProperties): TypeBox's own walk.
+  if (countDefaults(schema) !== defaults.length) return general;
+  if (defaults.length === 0) return (value) => value;
+  return (value) => {
+    if (!isRecord(value)) return value;
+    for (const [key, d] of defaults) if (value[key] === undefined) value[key] = d;
+    return value;
+  };
+}
+
+/** How many `default` keywords `schema` holds, at any depth. */
+function countDefaults(schema: unknown): number {
+  if (Array.isArray(schema)) return schema.reduce((n: number, x) => n + countDefaults(x), 0);
+  if (typeof schema !== 'object' || schema === null) return 0;
+  let n = 'default' in schema ? 1 : 0;
+  for (const v of Object.values(schema)) n += countDefaults(v);
+  return n;
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

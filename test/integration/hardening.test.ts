@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { API_HELMET_HEADERS } from '../../service/http/plugins/hardening.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 
 /** A raw request (fetch does not let us set Host). */
@@ -168,6 +169,25 @@ describe('localhost hardening', () => {
     // The console's pages outside /api get the page policy too.
     const root = await fetch(api.baseUrl.replace(/\/api$/, '/'));
     expect(root.headers.get('content-security-policy')).toContain(`connect-src 'self' ws://127.0.0.1:${port}`);
+  });
+
+  it("gives the API's routes, which skip helmet, exactly the headers helmet gives the docs (but the policy)", async () => {
+    // Everything helmet sets: a docs response's headers without the ones other parts of the stack set.
+    const notHelmets = /^(content-security-policy|cache-control|content-type|content-length|date|connection|keep-alive|etag|last-modified|accept-ranges|x-ratelimit-.*)$/;
+    const helmets = (headers: Headers) => Object.fromEntries([...headers.entries()].filter(([k]) => !notHelmets.test(k)));
+    const docs = helmets((await fetch(api.baseUrl + '/docs/', { redirect: 'manual' })).headers);
+    expect(Object.keys(docs).length).toBeGreaterThanOrEqual(10);
+    expect(docs).toEqual(API_HELMET_HEADERS);
+    const responses = [
+      await api.request('GET', '/connections', { token: alice.token }),
+      await api.request('GET', '/connections'), // 401
+      await api.request('GET', '/'),
+      (await raw(api.baseUrl, 'GET', '/connections', { ...auth(), host: 'evil.example.com' })) as never, // refused before auth
+    ];
+    for (const res of responses) {
+      const headers = res.headers instanceof Headers ? res.headers : new Headers(res.headers as Record<string, string>);
+      expect(helmets(headers)).toEqual(docs);
+    }
   });
 
   it('never logs tokens, including ones created through the API', async () => {

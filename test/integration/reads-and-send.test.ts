@@ -182,6 +182,42 @@ describe('reading and sending', () => {
       expect(missing.status).toBe(400);
       expect(missing.body).toMatchObject({ message: 'querystring/chatId is required' });
     });
+
+    it('answers JSON, and only once the open group commit holding what it read is on disk', async () => {
+      const { store } = api;
+      const carol = '15550103@s.whatsapp.net';
+      const m = message(carol, 1, 700);
+      // Hold the answer's wait on the real durable() until we let go, to see that the answer waits for it. The batch
+      // may commit on its own timer before the answer is ready: the first answer is told it has not.
+      const { durable, isDurable } = store;
+      store.isDurable = () => ((store.isDurable = isDurable), false);
+      let waits = 0;
+      let letGo: (() => void) | undefined;
+      store.durable = () => {
+        waits++;
+        return durable().then(() => new Promise<void>((resolve) => (letGo = resolve)));
+      };
+      try {
+        store.ingest(() => store.messages.upsert(connectionId, m)); // the engine's path: its batch commits later
+        expect(isDurable()).toBe(false);
+        let answered = false;
+        const res = get<{ messages: Array<{ id: string }> }>(`/chats/${carol}/messages`).then((r) => ((answered = true), r));
+        while (!letGo) await new Promise((r) => setTimeout(r, 5));
+        expect(store.isDurable()).toBe(true); // committed and synced
+        await new Promise((r) => setTimeout(r, 50));
+        expect(answered).toBe(false);
+        letGo();
+        const body = (await res).body;
+        expect(body.messages.map((x) => x.id)).toEqual([m.id]);
+        expect((await res).headers.get('content-type')).toBe('application/json; charset=utf-8');
+        // Nothing open or syncing: answered without waiting on anything.
+        expect((await get(`/chats/${carol}/messages`)).status).toBe(200);
+        expect(waits).toBe(1);
+      } finally {
+        store.durable = durable;
+        store.isDurable = isDurable;
+      }
+    });
   });
 
   it('lists contacts by name with limit and offset', async () => {

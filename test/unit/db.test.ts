@@ -235,15 +235,19 @@ describe('store', () => {
     const published: string[] = [];
     log.subscribe(userId, (e) => published.push(e.event));
     let durable = false;
+    expect(store.isDurable()).toBe(true);
     store.ingest(() => log.append(userId, connectionId, 'batched', {}));
+    expect(store.isDurable()).toBe(false); // a batch is open
     store.whenDurable(() => (durable = true));
     const synced = store.durable(); // commits the batch now; the fsync runs on the thread pool
     expect(store.db.inTransaction).toBe(false);
     expect(published).toEqual([]); // committed, not yet on disk: nothing announced
     expect(durable).toBe(false);
+    expect(store.isDurable()).toBe(false); // committed, its fsync still running
     await synced;
     expect(published).toEqual(['batched']);
     expect(durable).toBe(true);
+    expect(store.isDurable()).toBe(true);
     // A transaction right after a batch returns with both synced, the batch's events announced first.
     store.ingest(() => log.append(userId, connectionId, 'batched 2', {}));
     store.tx(() => log.append(userId, connectionId, 'tx', {}));

@@ -1,5 +1,6 @@
 /** Pure pieces of the HTTP edge: bearer parsing, log redaction, validation messages, the CLI table. */
 import { Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { bearerToken } from '../../service/auth/authenticate.ts';
 import { formatTable } from '../../service/cli/token.ts';
@@ -100,6 +101,22 @@ describe('typeBoxValidatorCompiler', () => {
     expect(validate(query, 'querystring', { limit: '1.5' }).error?.message).toBe('querystring/limit must be integer');
     expect(validate(query, 'querystring', { limit: '' }).error?.message).toBe('querystring/limit must be integer');
     expect(validate(query, 'querystring', { flag: '1' }).error?.message).toBe('querystring/flag must be boolean');
+  });
+
+  it("applies defaults exactly as TypeBox's Value.Default does, flat (the shortcut) or nested", () => {
+    const nested = Type.Object({
+      limit: Type.Integer({ default: 50 }),
+      inner: Type.Optional(Type.Object({ on: Type.Boolean({ default: true }) })),
+      list: Type.Optional(Type.Array(Type.String(), { default: [] })),
+    });
+    const inputs = [{}, { limit: 3 }, { limit: null }, { flag: true }, { n: 2, extra: 'x' }, { inner: {} }, { inner: { on: false } }, { list: ['a'] }];
+    for (const schema of [query, nested]) {
+      for (const input of inputs) {
+        const expected = Value.Default(schema, structuredClone(input));
+        const got = validate(schema as typeof query, 'body', structuredClone(input));
+        expect(got.value ?? (got.error && expected)).toEqual(expected);
+      }
+    }
   });
 });
 

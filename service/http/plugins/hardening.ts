@@ -16,7 +16,9 @@
  *    `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`, `Cross-Origin-Opener-Policy`/`-Resource-Policy:
  *    same-origin` (no HSTS: plain HTTP on loopback), and ONE page Content-Security-Policy for the console (`/`)
  *    and the docs (`PAGE_CSP_DIRECTIVES`); JSON API responses get `default-src 'none'` instead and
- *    `Cache-Control: no-store`.
+ *    `Cache-Control: no-store`. @fastify/helmet builds its middleware anew for every request; the API's routes
+ *    (everything under the API prefix but the docs) skip it and get the same headers from `API_HELMET_HEADERS`,
+ *    computed once (test/integration/hardening.test.ts compares the two).
  */
 import type { IncomingMessage } from 'node:http';
 import helmet from '@fastify/helmet';
@@ -45,8 +47,31 @@ function localHostName(address: string | undefined): string | undefined {
   return address.includes(':') ? `[${address.toLowerCase()}]` : address;
 }
 
-
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/**
+ * What @fastify/helmet sets with the options below on every response but the Content-Security-Policy (which
+ * API responses get as API_CSP, in onSend). Set by hand on the API's routes, which skip helmet.
+ */
+export const API_HELMET_HEADERS: Readonly<Record<string, string>> = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-frame-options': 'DENY',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route of the JSON API (not the docs): API_HELMET_HEADERS instead of @fastify/helmet. */
+    apiHeaders?: boolean;
+  }
+}
 
 const HOST_RE = /^[A-Za-z0-9.-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/;
 
@@ -89,6 +114,15 @@ export async function registerHardening(app: FastifyInstance, opts: HardeningOpt
     strictTransportSecurity: false,
   });
 
+  const isDocsPath = (path: string) => path === opts.docsPrefix || path.startsWith(opts.docsPrefix + '/');
+  const isApiPath = (path: string) =>
+    !isDocsPath(path) && (path === opts.apiPrefix || path.startsWith(opts.apiPrefix + '/'));
+  // After helmet's own onRoute hook (it turns a route's `helmet` option into config): the API's routes skip it.
+  app.addHook('onRoute', (route) => {
+    if (!isApiPath(route.url)) return;
+    route.config = { ...route.config, apiHeaders: true, helmet: { skipRoute: true } } as typeof route.config;
+  });
+
   const anyHost = opts.allowedHosts?.includes('*') ?? false;
   const extraHosts = (opts.allowedHosts ?? []).map(parseHost).filter((h) => h !== undefined);
   const corsOrigins = new Set(opts.allowedOrigins ?? []);
@@ -113,6 +147,7 @@ export async function registerHardening(app: FastifyInstance, opts: HardeningOpt
   }
 
   app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.config.apiHeaders) reply.headers(API_HELMET_HEADERS); // before any check can refuse
     const port = localPort(request);
     if (port === undefined) return; // injected in-process: no browser, no DNS involved
     if (!hostAllowed(request, port)) throw new ServiceError(403, 'Host not allowed');
@@ -136,12 +171,10 @@ export async function registerHardening(app: FastifyInstance, opts: HardeningOpt
     }
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const path = request.url.split('?', 1)[0]!;
-    const isDocs = path === opts.docsPrefix || path.startsWith(opts.docsPrefix + '/');
-    const isApi = !isDocs && (path === opts.apiPrefix || path.startsWith(opts.apiPrefix + '/'));
-    if (isApi) reply.header('cache-control', 'no-store').header('content-security-policy', API_CSP);
-    return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.routeOptions.config.apiHeaders || isApiPath(request.url.split('?', 1)[0]!))
+      reply.header('cache-control', 'no-store').header('content-security-policy', API_CSP);
+    done(null, payload);
   });
 }
 

@@ -42,8 +42,15 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q + 1)}${query}`;
 }
 
+/** Whether `log` writes `info` lines (pino's isLevelEnabled; a logger without it is assumed to). */
+function infoEnabled(log: object): boolean {
+  const check = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
+  return check ? check.call(log, 'info') : true;
+}
+
 export function registerRequestLog(app: FastifyInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    if (!infoEnabled(request.log)) return done(); // below the level: not even the line's fields are built
     request.log.info(
       {
         method: request.method,
@@ -54,5 +61,6 @@ export function registerRequestLog(app: FastifyInstance): void {
       },
       'request completed',
     );
+    done();
   });
 }

@@ -4,7 +4,7 @@ import { ConnectionParams, Limit, Offset } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
-const ChatSchema = Type.Object({
+export const ChatSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   isGroup: Type.Boolean(),
@@ -32,10 +32,12 @@ export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
   api.get(
     '/connections/:id/chats',
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
-    async (request) => {
+    async (request, reply) => {
       const c = request.connection;
       const { limit, offset, unread_only, include_status, q } = request.query;
-      return store.chats.list(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
+      const json = store.chats.listJson(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
+      // Rendered by SQLite as the response schema would serialise it (db/chats.ts): sent as it is.
+      return reply.type('application/json; charset=utf-8').send(json as never);
     },
   );
 };
