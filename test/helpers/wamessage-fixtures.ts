@@ -22,7 +22,7 @@ export interface WAMessageFixture {
   addressing: string;
   /** URL of the public source. */
   source: string;
-  capture: 'verbatim' | 'reconstructed';
+  capture: 'verbatim' | 'anonymised' | 'reconstructed';
   note?: string;
   message: Record<string, unknown>;
   /** For messages that are not chat content: what `classify` must say. */

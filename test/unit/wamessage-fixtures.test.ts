@@ -23,7 +23,7 @@ describe('WAMessage fixture corpus', () => {
     expect(fixtures.length).toBeGreaterThanOrEqual(40);
     for (const f of fixtures) {
       expect(f.source, f.name).toMatch(/^https:\/\/github\.com\//);
-      expect(['verbatim', 'reconstructed'], f.name).toContain(f.capture);
+      expect(['verbatim', 'anonymised', 'reconstructed'], f.name).toContain(f.capture);
     }
     const kinds = new Set(fixtures.map((f) => f.kind));
     for (const k of [...MESSAGE_KINDS, 'reaction', 'edit', 'revoke', 'poll_update']) {
