@@ -22,7 +22,7 @@ export interface WAMessageFixture {
   addressing: string;
   /** URL of the public source. */
   source: string;
-  capture: 'verbatim' | 'reconstructed';
+  capture: 'verbatim' | 'anonymised' | 'reconstructed';
   note?: string;
   message: Record<string, unknown>;
   /** For messages that are not chat content: what `classify` must say. */
@@ -31,6 +31,17 @@ export interface WAMessageFixture {
   lidPairs?: Array<{ lid: string; pn: string }>;
   /** The Message the model must produce (a subset of fields; unnamed structured fields must be null), or null. */
   expected: Record<string, unknown> | null;
+}
+
+/**
+ * Sources that define fields rather than publish a message: Baileys' `WAProto.proto` and Baileys' own source code.
+ * A fixture citing one of these is built from field names, not from a payload someone captured and published.
+ */
+const FIELD_DEFINITION_SOURCES = [/\/WAProto\/WAProto\.proto$/, /^https:\/\/github\.com\/WhiskeySockets\/Baileys\/blob\/[^/]+\/src\//];
+
+/** Whether a fixture's source is a published payload (an issue/PR/discussion, a gateway's webhook sample or test data). */
+export function restsOnPublishedPayload(f: Pick<WAMessageFixture, 'source'>): boolean {
+  return !FIELD_DEFINITION_SOURCES.some((re) => re.test(f.source));
 }
 
 /** Every fixture of the corpus, in file order. */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_CONTENT, MESSAGE_KINDS, MESSAGE_TYPES, typeOfKind } from '../../service/db/messages.ts';
 import { classify, lidPairsOf, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
-import { loadWAMessageFixtures, toWAMessage } from '../helpers/wamessage-fixtures.ts';
+import { loadWAMessageFixtures, restsOnPublishedPayload, toWAMessage } from '../helpers/wamessage-fixtures.ts';
 import { mediaUrl } from '../../service/db/media-url.ts';
 
 const ctx: ModelContext = {
@@ -23,7 +23,7 @@ describe('WAMessage fixture corpus', () => {
     expect(fixtures.length).toBeGreaterThanOrEqual(40);
     for (const f of fixtures) {
       expect(f.source, f.name).toMatch(/^https:\/\/github\.com\//);
-      expect(['verbatim', 'reconstructed'], f.name).toContain(f.capture);
+      expect(['verbatim', 'anonymised', 'reconstructed'], f.name).toContain(f.capture);
     }
     const kinds = new Set(fixtures.map((f) => f.kind));
     for (const k of [...MESSAGE_KINDS, 'reaction', 'edit', 'revoke', 'poll_update']) {
@@ -33,6 +33,18 @@ describe('WAMessage fixture corpus', () => {
     const forms = new Set(fixtures.map((f) => f.addressing));
     for (const a of ['pn', 'lid', 'group', 'group-lid', 'status-lid']) expect(forms, a).toContain(a);
     expect(new Set(fixtures.map((f) => f.name)).size).toBe(fixtures.length);
+  });
+
+  it('rests on published payloads: at least 40 fixtures cite a published WAMessage, not a field definition', () => {
+    // Issue #13: "gathered from public sources you can cite". WAProto.proto or Baileys' source code define fields; they
+    // do not publish a message, so fixtures citing only them do not count.
+    const published = fixtures.filter(restsOnPublishedPayload);
+    expect(published.length, `published-payload fixtures: ${published.length} of ${fixtures.length}`).toBeGreaterThanOrEqual(40);
+    expect(restsOnPublishedPayload({ source: 'https://github.com/WhiskeySockets/Baileys/blob/master/WAProto/WAProto.proto' })).toBe(false);
+    expect(restsOnPublishedPayload({ source: 'https://github.com/WhiskeySockets/Baileys/blob/master/src/Utils/messages.ts' })).toBe(false);
+    expect(restsOnPublishedPayload({ source: 'https://github.com/WhiskeySockets/Baileys/issues/716' })).toBe(true);
+    // verbatim/anonymised captures must come from a published payload
+    for (const f of fixtures) if (f.capture !== 'reconstructed') expect(restsOnPublishedPayload(f), f.name).toBe(true);
   });
 
   for (const f of fixtures) {
