@@ -119,11 +119,10 @@ import {
   MAX_SUBJECT,
   PARTICIPANT_ACTIONS,
   groupJid,
-  memberJid,
   parseGroupId,
   type ParticipantAction,
 } from './groups.ts';
-import { formatPhoneNumber, lidJid, parsePhoneNumber, pnJid } from './phone-number.ts';
+import { formatPhoneNumber, lidJid, memberJid, parsePhoneNumber, pnJid } from './phone-number.ts';
 
 const MAX_BODY = 1 << 20;
 /** Bodies of message sends may carry base64 media. */

@@ -32,7 +32,7 @@ import {
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, AddressingMode, GroupParticipantRow, GroupRole, GroupRow, NewOutbox } from './store.ts';
-import { formatPhoneNumber, lidJid, pnJid } from './phone-number.ts';
+import { formatPhoneNumber, lidJid, memberJid, pnJid } from './phone-number.ts';
 import { classify, stanzaAttrs } from './content.ts';
 import { mediaContent } from './media.ts';
 import { newMessageId } from './message-id.ts';
@@ -101,11 +101,6 @@ function newGroupId(): string {
 const newInviteCode = (): string => randomBytes(16).toString('base64url').slice(0, 22);
 
 const isAdmin = (role: GroupRole | undefined): boolean => role === 'admin' || role === 'superadmin';
-
-/** A member's JID in the group's addressing mode (device 0 unless given). */
-export function memberJid(mode: AddressingMode, account: AccountRow, device?: number): string {
-  return mode === 'lid' ? lidJid(account.lid, device) : pnJid(account.pn, device);
-}
 
 /** Attributes naming a sender/actor in the group's mode plus its alternate (`participant_pn`/`participant_lid`). */
 function participantAttrs(mode: AddressingMode, account: AccountRow, device?: number): Record<string, string> {

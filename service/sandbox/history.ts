@@ -19,8 +19,7 @@ import { deflateSync } from 'node:zlib';
 import { proto } from '@whiskeysockets/baileys';
 import type { Accounts } from './accounts.ts';
 import type { AccountRow, MessageRow, Store } from './store.ts';
-import { lidJid, pnJid } from './phone-number.ts';
-import { memberJid } from './groups.ts';
+import { lidJid, memberJid, pnJid } from './phone-number.ts';
 import { openPollVote } from './poll-vote.ts';
 
 /** Default: most recent messages kept per conversation in the history sync. */

@@ -1,8 +1,10 @@
 /**
  * Sandbox phone-number handling: parsing what the admin API accepts (`+15550100`, `15550100`,
  * `+1 555 0100`, `+1-555-0100`) into bare E.164 digits, and formatting digits back to `+<digits>`.
- * Internally every account is keyed by its digits ("pn", E.164 without '+').
+ * Internally every account is keyed by its digits ("pn", E.164 without '+'). And the JIDs an account is addressed
+ * by: its phone-number JID, its LID JID, and the one of the two a group's addressing mode uses.
  */
+import type { AccountRow, AddressingMode } from './store.ts';
 
 const E164_DIGITS = /^[1-9]\d{4,14}$/;
 
@@ -31,4 +33,9 @@ export function pnJid(pn: string, device?: number): string {
 /** `<lid>@lid`, the account's LID JID (no device) from its LID user digits. */
 export function lidJid(lidUser: string, device?: number): string {
   return device ? `${lidUser}:${device}@lid` : `${lidUser}@lid`;
+}
+
+/** A group member's JID in the group's addressing mode (device 0 unless given). */
+export function memberJid(mode: AddressingMode, account: Pick<AccountRow, 'pn' | 'lid'>, device?: number): string {
+  return mode === 'lid' ? lidJid(account.lid, device) : pnJid(account.pn, device);
 }

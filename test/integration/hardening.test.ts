@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { API_HELMET_HEADERS } from '../../service/http/plugins/hardening.ts';
+import { API_HELMET_HEADERS, TRANSCRIPT_CSP } from '../../service/http/plugins/hardening.ts';
 import { startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 
 /** A raw request (fetch does not let us set Host). */
@@ -188,6 +188,22 @@ describe('localhost hardening', () => {
       const headers = res.headers instanceof Headers ? res.headers : new Headers(res.headers as Record<string, string>);
       expect(helmets(headers)).toEqual(docs);
     }
+  });
+
+  it("keeps the HTML transcript's own policy (from this module, stricter than the page's) on an API route", async () => {
+    const c = api.connection(alice.id);
+    const res = await fetch(`${api.baseUrl}/connections/${c.id}/chats/15550101@s.whatsapp.net/export?format=html`, {
+      headers: { authorization: `Bearer ${alice.token}` },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(res.headers.get('content-security-policy')).toBe(TRANSCRIPT_CSP);
+    expect(TRANSCRIPT_CSP).toContain("default-src 'none'");
+    expect(TRANSCRIPT_CSP).not.toContain("'self'");
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    // The JSON next to it keeps the API policy.
+    const json = await api.request('GET', `/connections/${c.id}`, { token: alice.token });
+    expect(json.headers.get('content-security-policy')).toBe("default-src 'none';frame-ancestors 'none';base-uri 'none';form-action 'none'");
   });
 
   it('never logs tokens, including ones created through the API', async () => {

@@ -15,13 +15,14 @@
  * 4. **Security headers on every response**, set by `@fastify/helmet`: `X-Content-Type-Options: nosniff`,
  *    `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`, `Cross-Origin-Opener-Policy`/`-Resource-Policy:
  *    same-origin` (no HSTS: plain HTTP on loopback), and ONE page Content-Security-Policy for the console (`/`)
- *    and the docs (`PAGE_CSP_DIRECTIVES`); JSON API responses get `default-src 'none'` instead and
- *    `Cache-Control: no-store`. @fastify/helmet builds its middleware anew for every request; the API's routes
+ *    and the docs (`PAGE_CSP_DIRECTIVES`); JSON API responses get `default-src 'none'` instead (`API_CSP`), and
+ *    `Cache-Control: no-store`; a route of the API that serves a document sets its own policy from this module
+ *    (`TRANSCRIPT_CSP`), which onSend keeps. Every policy is written by helmet's one CSP builder. @fastify/helmet builds its middleware anew for every request; the API's routes
  *    (everything under the API prefix but the docs) skip it and get the same headers from `API_HELMET_HEADERS`,
  *    computed once (test/integration/hardening.test.ts compares the two).
  */
-import type { IncomingMessage } from 'node:http';
-import helmet from '@fastify/helmet';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import helmet, { fastifyHelmet } from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors.ts';
 import { parseHost } from '../../net/host.ts';
@@ -47,7 +48,35 @@ function localHostName(address: string | undefined): string | undefined {
   return address.includes(':') ? `[${address.toLowerCase()}]` : address;
 }
 
-const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+type CspDirectives = Record<string, readonly string[]>;
+
+/** A fixed policy as helmet's CSP builder writes it (the builder @fastify/helmet applies to the pages). */
+function fixedCsp(directives: CspDirectives): string {
+  let value: string | undefined;
+  const res = { setHeader: (_name: string, v: string) => void (value = v) } as unknown as ServerResponse;
+  fastifyHelmet.contentSecurityPolicy({ useDefaults: false, directives })({} as IncomingMessage, res, (err?: unknown) => {
+    if (err) throw err;
+  });
+  if (value === undefined) throw new Error('helmet wrote no Content-Security-Policy');
+  return value;
+}
+
+/** JSON API responses: nothing may load, frame them or be submitted from them. */
+const API_CSP_DIRECTIVES = {
+  defaultSrc: ["'none'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+  formAction: ["'none'"],
+} satisfies CspDirectives;
+const API_CSP = fixedCsp(API_CSP_DIRECTIVES);
+
+/**
+ * A chat's HTML transcript (`GET …/chats/:chatId/export?format=html`). Stricter than the page policy on purpose:
+ * it is a document of other people's words, not the console, so it gets none of `'self'` (no script, no API call,
+ * no event stream from the service's origin), only what a self-contained file needs: its inline style sheet and
+ * `data:` images. Everything else is the API policy.
+ */
+export const TRANSCRIPT_CSP = fixedCsp({ ...API_CSP_DIRECTIVES, styleSrc: ["'unsafe-inline'"], imgSrc: ['data:'] });
 
 /**
  * What @fastify/helmet sets with the options below on every response but the Content-Security-Policy (which
@@ -172,8 +201,13 @@ export async function registerHardening(app: FastifyInstance, opts: HardeningOpt
   });
 
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (request.routeOptions.config.apiHeaders || isApiPath(request.url.split('?', 1)[0]!))
-      reply.header('cache-control', 'no-store').header('content-security-policy', API_CSP);
+    const apiRoute = request.routeOptions.config.apiHeaders === true;
+    if (apiRoute || isApiPath(request.url.split('?', 1)[0]!)) {
+      reply.header('cache-control', 'no-store');
+      // An API route skips helmet, so a policy it carries is its own: a document's (the HTML transcript's) from
+      // this module. Anything else under the prefix (an unknown route) carries helmet's page policy: replaced.
+      if (!apiRoute || !reply.hasHeader('content-security-policy')) reply.header('content-security-policy', API_CSP);
+    }
     done(null, payload);
   });
 }

@@ -19,6 +19,7 @@ import type { AuthUser } from '../../auth/authenticate.ts';
 import { badRequest } from '../../errors.ts';
 import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
+import { TRANSCRIPT_CSP } from '../plugins/hardening.ts';
 import { MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -212,7 +213,7 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
         return reply
           .header('content-type', 'text/html; charset=utf-8')
           .header('content-disposition', `attachment; filename="${exportName(chatId, 'html')}"`)
-          .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+          .header('content-security-policy', TRANSCRIPT_CSP)
           .send(textStream(htmlTranscript(chatName, subtitle, messages)));
       }
 
