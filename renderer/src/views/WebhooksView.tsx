@@ -32,10 +32,13 @@ export const WEBHOOKS_REFRESH_MS = 5_000;
 /**
  * The newest delivery of a log (newest first) that has an outcome: delivered, failed, or pending after a failed
  * attempt (`lastError` set). A first attempt still in flight, a held (`paused`) or a `skipped` row says nothing
- * about the consumer's health and is passed over.
+ * about the consumer's health and is passed over; so is a failure by `410 Gone`, which the Disabled state tells
+ * (once the operator re-enabled the webhook it no longer counts).
  */
 export function latestOutcome(log: readonly WebhookDelivery[]): WebhookDelivery | undefined {
-  return log.find((d) => d.status === 'delivered' || d.status === 'failed' || (d.status === 'pending' && d.lastError !== null));
+  return log.find(
+    (d) => d.status === 'delivered' || (d.status === 'failed' && d.lastStatusCode !== 410) || (d.status === 'pending' && d.lastError !== null),
+  );
 }
 
 export type WebhookStateName = 'active' | 'failing' | 'paused' | 'disabled';
