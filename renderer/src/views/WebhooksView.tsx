@@ -1,10 +1,10 @@
 /** Webhooks of the selected connection: list, create, edit, pause/resume, delete, secret, logs, test, retry. */
-import { ActionIcon, Badge, Button, Code, CopyButton, Group, Modal, MultiSelect, Paper, Stack, Switch, Table, Text, TextInput, Title, Tooltip } from '@mantine/core';
+import { ActionIcon, Badge, Button, Code, CopyButton, Group, Modal, MultiSelect, Paper, Stack, Switch, Table, Text, TextInput, Title, Tooltip, VisuallyHidden } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { IconCheck, IconCopy, IconList, IconPencil, IconPlus, IconRefresh, IconSend, IconTrash } from '@tabler/icons-react';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { errorMessage } from '../api/client.ts';
-import { EVENT_TYPES, type Webhook } from '../api/types.ts';
+import { EVENT_TYPES, type Webhook, type WebhookDelivery } from '../api/types.ts';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useAsync } from '../hooks.ts';
 import { useConnections } from '../stores/connections.ts';
@@ -26,21 +26,54 @@ export function CopyValue({ value, label }: { value: string; label: string }) {
   );
 }
 
-/** What a webhook's state is, told apart: delivering, paused by the operator, or disabled by the service (410). */
-export function webhookState(w: Webhook): 'active' | 'paused' | 'disabled' {
-  if (w.active) return 'active';
-  return w.disabledReason ? 'disabled' : 'paused';
+/** How often the list (and each active webhook's latest outcome) is fetched again while the view is open. */
+export const WEBHOOKS_REFRESH_MS = 5_000;
+
+/**
+ * The newest delivery of a log (newest first) that has an outcome: delivered, failed, or pending after a failed
+ * attempt (`lastError` set). A first attempt still in flight, a held (`paused`) or a `skipped` row says nothing
+ * about the consumer's health and is passed over; so is a failure by `410 Gone`, which the Disabled state tells
+ * (once the operator re-enabled the webhook it no longer counts).
+ */
+export function latestOutcome(log: readonly WebhookDelivery[]): WebhookDelivery | undefined {
+  return log.find(
+    (d) => d.status === 'delivered' || (d.status === 'failed' && d.lastStatusCode !== 410) || (d.status === 'pending' && d.lastError !== null),
+  );
 }
 
-function WebhookState({ webhook: w, onToggle }: { webhook: Webhook; onToggle: () => void }) {
-  const state = webhookState(w);
+export type WebhookStateName = 'active' | 'failing' | 'paused' | 'disabled';
+
+/**
+ * What a webhook's state is, told apart: paused by the operator; disabled by the service (410, with its reason);
+ * failing — active, but its latest outcome (see latestOutcome) is a delivery that gave up (`failed`) or is waiting
+ * to be retried after a failed attempt (`pending` with `lastError`); else active.
+ */
+export function webhookState(w: Webhook, latest?: WebhookDelivery): WebhookStateName {
+  if (!w.active) return w.disabledReason ? 'disabled' : 'paused';
+  if (latest && (latest.status === 'failed' || (latest.status === 'pending' && latest.lastError !== null))) return 'failing';
+  return 'active';
+}
+
+/** Badge colours of the webhook states: each its own. */
+export const STATE_COLORS: Record<WebhookStateName, string> = { active: 'green', failing: 'orange', paused: 'gray', disabled: 'red' };
+
+/** "HTTP 500, retrying (2 attempts)" / "HTTP 500, gave up after 5 attempts": why a failing webhook is failing. */
+export function failingReason(d: WebhookDelivery): string {
+  const why = d.lastError ?? (d.lastStatusCode === null ? 'error' : `HTTP ${d.lastStatusCode}`);
+  const n = `${d.attempts} attempt${d.attempts === 1 ? '' : 's'}`;
+  return d.status === 'failed' ? `${why}, gave up after ${n}` : `${why}, retrying (${n})`;
+}
+
+function WebhookState({ webhook: w, latest, onToggle }: { webhook: Webhook; latest: WebhookDelivery | undefined; onToggle: () => void }) {
+  const state = webhookState(w, latest);
   return (
     <Group gap="xs" wrap="nowrap" data-testid="webhook-state" data-state={state}>
       {state === 'disabled' ? (
         <>
           <Tooltip label={w.disabledReason}>
-            <Badge color="red" variant="light">
+            <Badge color={STATE_COLORS.disabled} variant="light" data-testid="webhook-state-badge">
               Disabled
+              <VisuallyHidden>: {w.disabledReason}</VisuallyHidden>
             </Badge>
           </Tooltip>
           <Button size="compact-xs" variant="light" onClick={onToggle} data-testid="webhook-reenable">
@@ -50,9 +83,18 @@ function WebhookState({ webhook: w, onToggle }: { webhook: Webhook; onToggle: ()
       ) : (
         <>
           <Switch checked={w.active} onChange={onToggle} aria-label={w.active ? 'Pause deliveries' : 'Resume deliveries'} />
-          <Badge color={state === 'active' ? 'green' : 'gray'} variant="light">
-            {state === 'active' ? 'Active' : 'Paused'}
-          </Badge>
+          {state === 'failing' && latest ? (
+            <Tooltip label={`Latest delivery: ${failingReason(latest)}`}>
+              <Badge color={STATE_COLORS.failing} variant="light" data-testid="webhook-state-badge">
+                Failing
+                <VisuallyHidden>: latest delivery {failingReason(latest)}</VisuallyHidden>
+              </Badge>
+            </Tooltip>
+          ) : (
+            <Badge color={STATE_COLORS[state]} variant="light" data-testid="webhook-state-badge">
+              {state === 'active' ? 'Active' : 'Paused'}
+            </Badge>
+          )}
         </>
       )}
     </Group>
@@ -77,6 +119,16 @@ export function WebhooksView() {
   const connection = useConnections((s) => s.items.find((c) => c.id === s.selectedId));
   const cid = connection?.id;
   const list = useAsync(() => (cid ? client.webhooks(cid) : Promise.resolve([])), [client, cid]);
+  // The latest outcome of each active webhook (for "failing"), fetched again with the list.
+  const outcomes = useAsync(async () => {
+    const active = (list.data ?? []).filter((w) => w.active);
+    return new Map(await Promise.all(active.map(async (w) => [w.id, latestOutcome(await client.webhookLogs(w.id))] as const)));
+  }, [client, list.data]);
+  const reloadList = list.reload;
+  useEffect(() => {
+    const timer = setInterval(() => void reloadList(), WEBHOOKS_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [reloadList]);
   const [editing, setEditing] = useState<Webhook | 'new' | null>(null);
   const [logsOf, setLogsOf] = useState<Webhook | null>(null);
   const [deleting, setDeleting] = useState<Webhook | null>(null);
@@ -130,7 +182,7 @@ export function WebhooksView() {
                     </Group>
                   </Table.Td>
                   <Table.Td>
-                    <WebhookState webhook={w} onToggle={() => void toggle(w)} />
+                    <WebhookState webhook={w} latest={outcomes.data?.get(w.id)} onToggle={() => void toggle(w)} />
                   </Table.Td>
                   <Table.Td>
                     <Group gap={4} justify="flex-end" wrap="nowrap">
@@ -292,7 +344,7 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
         <Paper key={d.id} withBorder p="xs" data-testid="delivery-row" data-status={d.status}>
           <Group justify="space-between" wrap="nowrap">
             <Group gap="xs">
-              <Badge color={DELIVERY_COLORS[d.status] ?? 'gray'} variant="light">
+              <Badge color={DELIVERY_COLORS[d.status] ?? 'gray'} variant="light" data-testid="delivery-status">
                 {d.status}
               </Badge>
               <Text size="sm" fw={500}>
