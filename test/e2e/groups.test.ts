@@ -9,6 +9,7 @@
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Frame, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -480,6 +481,21 @@ describe('groups end to end through the sandbox', () => {
     for (const bad of ['limit=0', 'limit=501', 'offset=-1', 'limit=x']) {
       expect((await s.api('GET', `/connections/${id}/groups?${bad}`)).status, bad).toBe(400);
     }
+  });
+
+  it('every event of the run, in the log and on the WebSocket, matches its documented payload schema', async () => {
+    // a contact typing in the group and in the 1:1 chat, so presence updates are among them
+    expect((await s.sandbox('POST', `/accounts/${enc(ALICE)}/chatstate`, { to: PHONE, state: 'composing' })).status).toBe(200);
+    await frameOf('presence.update', (p) => p.presence === 'composing');
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.ack', 'message.reaction', 'message.edited', 'message.revoked',
+      'poll.vote', 'group.update', 'group.participants', 'presence.update']) {
+      expect(types, t).toContain(t);
+    }
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(s.frames.length).toBeGreaterThan(50);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 
   it('answers 404 for unknown groups and 400 for malformed ids and participants', async () => {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -291,6 +292,16 @@ describe('message kinds end to end through the sandbox', () => {
     } finally {
       await s.sandbox('PUT', '/faults/offline-marker', { withhold: false });
     }
+  });
+
+  it('every event of the run (polls, votes, waiting messages, kinds with structured content) matches its documented payload schema', async () => {
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.waiting', 'poll.vote']) expect(types, t).toContain(t);
+    const kinds = new Set(logged.filter((e) => e.event === 'message').map((e) => (e.payload as Json).kind));
+    for (const k of ['poll', 'list_response', 'buttons_response', 'location', 'contact', 'album']) expect(kinds, k).toContain(k);
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 });
 

@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -260,5 +261,13 @@ describe('operations', { timeout: 90_000 }, () => {
       const off = await s.api('PATCH', `/connections/${id}`, { rejectCalls: false });
       expect(off.body).toMatchObject({ rejectCalls: false, rejectCallsMessage: 'Calls are not answered here; please write.' });
     });
+  });
+
+  it('every event of the run (calls, revokes, sends, acks…) matches its documented payload schema', async () => {
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.ack', 'message.revoked', 'call.received', 'call.ended']) expect(types, t).toContain(t);
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 });
