@@ -1,40 +1,18 @@
 /**
- * Payloads of message events (`message`, `message.sent`), shared by the WebSocket stream and webhooks.
+ * Payloads of message events (`message`, `message.sent`, `message.waiting`), shared by the WebSocket stream and
+ * webhooks; their schema is events/payloads.ts MessagePayloadSchema (also in the OpenAPI document).
  * Spec §6.1/§6.2: `message` carries `id`, `from`, `body`, `timestamp`, and for media `hasMedia: true` plus
  * `media: { url, mimetype }`. We add `to`, `chatId`, `fromMe`, `type`, `kind`, `pushName`, `quotedMessageId`, the
  * Message's `senderJid`/`senderPushName` (in groups the participant who wrote it) and `mentions`, `isForwarded: true` on forwarded messages, and the structured
  * content fields that are set (location, contacts, poll, selection, album, albumId; issue #13).
  */
 import type { MessageCore } from '../db/messages.ts';
+import type { EventPayload } from '../events/payloads.ts';
 
-export interface MessageEventPayload {
-  [key: string]: unknown;
-  id: string;
-  chatId: string;
-  /** Sender JID (the contact for incoming messages, own JID for sent ones). */
-  from: string;
-  /** Recipient: own JID for incoming 1:1 messages, the chat for sent ones. */
-  to: string;
-  body: string;
-  /** Unix seconds. */
-  timestamp: number;
-  fromMe: boolean;
-  type: string;
-  kind: string;
-  rawType?: string;
-  pushName: string;
-  /** The sender as on the Message: in groups the participant (phone-number JID where known, else the LID). */
-  senderJid: string;
-  senderPushName: string;
-  /** JIDs the message mentions. */
-  mentions: string[];
-  quotedMessageId: string | null;
-  hasMedia: boolean;
-  media?: { url: string; mimetype: string; filename: string | null; size: number | null };
-  /** Present (true) only on forwarded messages. */
-  isForwarded?: true;
-}
+/** The payload of a message event (events/payloads.ts MessagePayloadSchema). */
+export type MessageEventPayload = EventPayload<'message'>;
 
+/** Builds the payload of a message event for Message `m`; `ownJid` is the `to` of incoming 1:1 messages. */
 export function eventPayloadOf(m: MessageCore & { isForwarded?: boolean }, ownJid?: string | null): MessageEventPayload {
   const payload: MessageEventPayload = {
     id: m.id,
@@ -55,9 +33,12 @@ export function eventPayloadOf(m: MessageCore & { isForwarded?: boolean }, ownJi
   };
   if (m.media) payload.media = { ...m.media };
   if (m.rawType) payload.rawType = m.rawType;
-  for (const k of ['location', 'contacts', 'poll', 'selection', 'album', 'albumId'] as const) {
-    if (m[k] != null) payload[k] = m[k];
-  }
+  if (m.location != null) payload.location = m.location;
+  if (m.contacts != null) payload.contacts = m.contacts;
+  if (m.poll != null) payload.poll = m.poll;
+  if (m.selection != null) payload.selection = m.selection;
+  if (m.album != null) payload.album = m.album;
+  if (m.albumId != null) payload.albumId = m.albumId;
   if (m.isForwarded) payload.isForwarded = true;
   return payload;
 }

@@ -105,7 +105,7 @@ export class SessionGroups {
       store.tx(() => {
         if (delta.subject) store.chats.upsertMeta(connectionId, { id: delta.id!, name: delta.subject, isGroup: true });
         this.d.events.append(userId, connectionId, 'group.update', {
-          groupId: delta.id,
+          groupId: delta.id!,
           ...(delta.subject !== undefined && { subject: delta.subject }),
           ...('desc' in delta && { description: delta.desc ?? null }),
           by,

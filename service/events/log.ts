@@ -11,6 +11,7 @@
 import type { LoggedEvent } from '../db/events.ts';
 import type { Store, TransactionObserver } from '../db/store.ts';
 import { EventBus, type EventListener } from './bus.ts';
+import type { PayloadFor } from './payloads.ts';
 
 export type { LoggedEvent } from '../db/events.ts';
 
@@ -87,14 +88,15 @@ export class EventLog {
 
   /**
    * Appends an event for `userId`: inside the caller's `tx`/`ingest` it joins that transaction (an error rolls back
-   * with the caller's work), otherwise it runs in a transaction of its own. Published after the commit.
+   * with the caller's work), otherwise it runs in a transaction of its own. Published after the commit. The payload
+   * of a documented type must have that type's shape (payloads.ts, checked at compile time).
    * @throws Error `unknown user <id>` (the user row holds the seq counter); storage errors from SQLite.
    */
-  append(
+  append<E extends string>(
     userId: string,
     connectionId: string | null,
-    event: string,
-    payload: Record<string, unknown>,
+    event: E,
+    payload: PayloadFor<E>,
     opts: AppendOptions = {},
   ): LoggedEvent {
     return this.#store.atomic(() => {

@@ -10,12 +10,16 @@
  * - the error responses the cross-cutting plugins can produce (400 validation, 401 auth, 403 ownership/Host/Origin,
  *   404 for routes with path parameters, 429 rate limit), in the spec's error shape, unless the route has its own.
  * The docs' own routes are public and hidden from the document.
+ * Event payloads (events/payloads.ts) are components of the document: the event record of `GET /events` and the
+ * payload of a webhook delivery are marked (EVENT_RECORD, EVENT_PAYLOAD) and documented by reference to them, while
+ * the routes still serialize them as the generic records they are (same bytes, same speed).
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { AUTH_MESSAGES } from '../auth/authenticate.ts';
+import { EVENT_PAYLOAD_SCHEMAS, eventTypeName } from '../events/payloads.ts';
 
 export const OPENAPI_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -40,6 +44,65 @@ const ERRORS = {
   404: ErrorSchema('Not found, e.g. `Connection not found`'),
   429: ErrorSchema('Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers'),
 } as const;
+
+/**
+ * Marks the schema of a logged event record (`GET /events`): serialized as the generic record it is, documented as
+ * the discriminated union `#/components/schemas/Event` of the event types and their payloads.
+ */
+export const EVENT_RECORD = 'x-event-record';
+/** Marks an event payload inside another record (a webhook delivery's body): documented as `EventPayload`. */
+export const EVENT_PAYLOAD = 'x-event-payload';
+
+const json = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+
+/**
+ * The event components of the document: `<Type>Payload` for each event type (events/payloads.ts), `<Type>Event` for
+ * its record as `GET /events` returns it, `Event` (a oneOf discriminated by `event`) and `EventPayload` (any payload).
+ */
+export function eventComponents(): Record<string, Record<string, unknown>> {
+  const schemas: Record<string, Record<string, unknown>> = {};
+  const mapping: Record<string, string> = {};
+  for (const [type, schema] of Object.entries(EVENT_PAYLOAD_SCHEMAS)) {
+    const name = eventTypeName(type);
+    schemas[`${name}Payload`] = json(schema);
+    schemas[`${name}Event`] = json(
+      Type.Object(
+        {
+          seq: Type.Integer({ description: 'Position in your event log (gap-free, increasing)' }),
+          event: Type.Literal(type),
+          connectionId: Type.Union([Type.String(), Type.Null()]),
+          payload: Type.Unsafe({ $ref: `#/components/schemas/${name}Payload` }),
+          timestamp: Type.String({ description: 'When the event was logged (ISO 8601)' }),
+        },
+        { description: schema.description },
+      ),
+    );
+    mapping[type] = `#/components/schemas/${name}Event`;
+  }
+  schemas.Event = {
+    description:
+      'One logged event, as `GET /events` returns it; a WebSocket frame has the same fields and a webhook body is ' +
+      '`{ event, session (the connection id), payload }`. Payloads are described per type (`<Type>Payload`).',
+    oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'event', mapping },
+  };
+  schemas.EventPayload = {
+    description: 'The payload of one of the event types (see the `event` field beside it)',
+    anyOf: Object.keys(mapping).map((type) => ({ $ref: `#/components/schemas/${eventTypeName(type)}Payload` })),
+  };
+  return schemas;
+}
+
+/** Replaces the schemas marked EVENT_RECORD / EVENT_PAYLOAD (anywhere in the document) by references. */
+function referenceEvents(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(referenceEvents);
+  if (node === null || typeof node !== 'object') return node;
+  const o = node as Record<string, unknown>;
+  if (o[EVENT_RECORD] === true) return { $ref: '#/components/schemas/Event' };
+  if (o[EVENT_PAYLOAD] === true) return { $ref: '#/components/schemas/EventPayload' };
+  for (const [k, v] of Object.entries(o)) o[k] = referenceEvents(v);
+  return o;
+}
 
 /** Summaries of the routes the spec names (interface-spec §4); other routes get one derived from the path. */
 export const ROUTE_SUMMARIES: Record<string, string> = {
@@ -160,6 +223,14 @@ const methods = (r: RouteOptions) => (Array.isArray(r.method) ? r.method : [r.me
 
 interface OpenApiDoc {
   paths?: Record<string, Record<string, { parameters?: Array<{ required?: boolean; in?: string; schema?: { default?: unknown } }> }>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+
+/** Documents the event records and payloads: the components of eventComponents() and references to them. */
+function documentEvents<T extends OpenApiDoc>(doc: T): T {
+  if (doc.paths) doc.paths = referenceEvents(doc.paths) as T['paths'];
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, ...eventComponents() } };
+  return doc;
 }
 
 /** Query parameters with a default are not required of clients (TypeBox lists them as required). */
@@ -217,7 +288,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
   });
 
   await app.register(swagger, {
-    transformObject: (doc) => optionalDefaults(('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject) as OpenApiDoc),
+    transformObject: (doc) => documentEvents(optionalDefaults(('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject) as OpenApiDoc)),
     openapi: {
       openapi: '3.1.0',
       info: {

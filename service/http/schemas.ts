@@ -4,6 +4,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { MESSAGE_KINDS, MESSAGE_TYPES } from '../db/messages.ts';
+import { AlbumSchema, ContactsSchema, LocationSchema, PollSchema, SelectionSchema } from '../events/payloads.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -45,27 +46,12 @@ export const MessageSchema = Type.Object({
       size: Nullable(Type.Integer()),
     }),
   ),
-  location: Nullable(
-    Type.Object({
-      latitude: Type.Number(),
-      longitude: Type.Number(),
-      name: Nullable(Type.String()),
-      address: Nullable(Type.String()),
-      url: Nullable(Type.String()),
-      isLive: Type.Boolean(),
-    }),
-  ),
-  contacts: Nullable(Type.Array(Type.Object({ name: Type.String(), phoneNumbers: Type.Array(Type.String()), vcard: Type.String() }))),
-  poll: Nullable(
-    Type.Object({
-      name: Type.String(),
-      selectableCount: Type.Integer(),
-      options: Type.Array(Type.Object({ name: Type.String(), votes: Type.Integer(), voters: Type.Array(Type.String()) })),
-    }),
-  ),
+  location: Nullable(LocationSchema),
+  contacts: Nullable(ContactsSchema),
+  poll: Nullable(PollSchema),
   /** The option chosen in a buttons, list or template reply. */
-  selection: Nullable(Type.Object({ id: Type.String(), title: Type.String() })),
-  album: Nullable(Type.Object({ expectedImages: Type.Integer(), expectedVideos: Type.Integer() })),
+  selection: Nullable(SelectionSchema),
+  album: Nullable(AlbumSchema),
   /** Message id of the album this media message belongs to. */
   albumId: Nullable(Type.String()),
   ack: Nullable(Type.Integer()),

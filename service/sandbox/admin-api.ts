@@ -23,7 +23,8 @@
  *    status: true posts it as a status; undecryptable: true makes its first delivery undecryptable)
  *   (messages — 1:1 and group — also take album: [{ image } | { video }] (2–30, media as above) instead of content:
  *    the album message, then each item linked to it (album.ts) → 201 { id (the album's), itemIds })
- *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws)
+ *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws); `to`
+ *     a phone number or a group id (a poll in that group)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
  *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
  *                                           loses its connection without a word, as in a network drop
@@ -586,12 +587,39 @@ export function createAdminHandler(
     return send(res, 201, { id });
   });
 
-  // { to, pollId, options[] }: this phone votes on a poll of its conversation with `to` (issue #13); [] withdraws.
+  // { to, pollId, options[] }: this phone votes on a poll of its conversation with `to` (issue #13), a phone number
+  // or a group id (the vote then goes to the group, addressed as the group addresses its members); [] withdraws.
   on('POST', '/accounts/:phoneNumber/poll-votes', async (req, res, p) => {
     const account = accountOf(p.phoneNumber);
     const body = await readJson(req);
-    const recipient = recipientOf(body, account);
     const pollId = requireString(body, 'pollId', 128);
+    if (typeof body.to === 'string' && parseGroupId(body.to)) {
+      const group = groupOf(body.to);
+      const poll = store.findGroupMessage(group.id, pollId);
+      if (!poll) throw new HttpError(400, 'pollId must be a poll in this group');
+      const jidOf = (pn: string): string => {
+        const a = accounts.get(pn);
+        return a ? memberJid(group.addressingMode, a) : pnJid(pn);
+      };
+      const creatorIsVoter = poll.fromPn === account.pn;
+      const message = richOrBadRequest(() =>
+        buildPollVote(
+          proto.Message.decode(poll.message),
+          pollId,
+          {
+            creatorJid: jidOf(poll.fromPn),
+            voterJid: jidOf(account.pn),
+            chatJid: groupJid(group.id),
+            creatorIsVoter,
+            ...(!creatorIsVoter && { participantJid: jidOf(poll.fromPn) }),
+          },
+          body.options,
+        ),
+      );
+      const { id } = await ctx.groups.sendFromPhone(account, group, message);
+      return send(res, 201, { id });
+    }
+    const recipient = recipientOf(body, account);
     const poll = store.findMessageInChat(account.pn, recipient.pn, pollId);
     if (!poll) throw new HttpError(400, 'pollId must be a poll in this conversation');
     const message = richOrBadRequest(() =>

@@ -113,13 +113,14 @@ export function buildRichContent(field: RichContentField, value: unknown, contex
 
 /**
  * The pollUpdateMessage a phone sends to vote: `poll` is the stored poll creation message (its messageSecret
- * encrypts the vote), `creatorJid`/`voterJid` the phone-number JIDs of the poll's sender and of the voter,
- * `chatJid` the chat as the voter sees it. `options` are option names of the poll ([] withdraws the vote).
+ * encrypts the vote), `creatorJid`/`voterJid` the JIDs of the poll's sender and of the voter (phone-number JIDs; in a
+ * group as the group addresses its members), `chatJid` the chat as the voter sees it, `participantJid` the poll's
+ * sender in the poll key of a group vote by someone else. `options` are option names of the poll ([] withdraws it).
  */
 export function buildPollVote(
   poll: proto.IMessage,
   pollId: string,
-  ctx: { creatorJid: string; voterJid: string; chatJid: string; creatorIsVoter: boolean },
+  ctx: { creatorJid: string; voterJid: string; chatJid: string; creatorIsVoter: boolean; participantJid?: string },
   options: unknown,
 ): proto.IMessage {
   const creation = poll.pollCreationMessage ?? poll.pollCreationMessageV2 ?? poll.pollCreationMessageV3;
@@ -137,7 +138,12 @@ export function buildPollVote(
   });
   return {
     pollUpdateMessage: {
-      pollCreationMessageKey: { remoteJid: ctx.chatJid, fromMe: ctx.creatorIsVoter, id: pollId },
+      pollCreationMessageKey: {
+        remoteJid: ctx.chatJid,
+        fromMe: ctx.creatorIsVoter,
+        id: pollId,
+        ...(ctx.participantJid && { participant: ctx.participantJid }),
+      },
       vote,
       senderTimestampMs: Date.now(),
     },

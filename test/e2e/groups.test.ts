@@ -9,6 +9,7 @@
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Frame, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -240,6 +241,47 @@ describe('groups end to end through the sandbox', () => {
     await waitFor('own revoke stored', async () => ((await stored(team, own, true)).kind === 'revoked' ? true : undefined));
   });
 
+  it('a poll sent to the group with send-poll is voted on by two members: counts, voters, two poll.vote events', async () => {
+    const sent = await s.api('POST', `/connections/${id}/send-poll`, {
+      chatId: team,
+      name: 'Release on Friday?',
+      options: ['Yes', 'No', 'Later'],
+      skipPresence: true,
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    expect(sent.body).toMatchObject({ chatId: team, fromMe: true, kind: 'poll', poll: { name: 'Release on Friday?', selectableCount: 1 } });
+    const pollKey = keyIdOf(sent.body.id);
+    for (const phone of [ALICE, BOB]) expect((await atPhone(phone, pollKey)).groupId).toBe(team);
+    const chatBefore = ((await s.api('GET', `/connections/${id}/chats?limit=500`)).body as Json[]).find((c) => c.id === team);
+    const from = s.frames.length;
+
+    for (const [phone, options] of [[ALICE, ['Yes']], [BOB, ['Later']]] as const) {
+      const res = await s.sandbox('POST', `/accounts/${enc(phone)}/poll-votes`, { to: team, pollId: pollKey, options });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+    }
+    const aliceVote = await frameOf('poll.vote', (p) => p.id === sent.body.id && p.voter === ALICE_JID);
+    const bobVote = await frameOf('poll.vote', (p) => p.id === sent.body.id && p.voter === BOB_JID);
+    expect(aliceVote.payload).toMatchObject({ chatId: team, selectedOptions: ['Yes'] });
+    expect(bobVote.payload).toMatchObject({ chatId: team, selectedOptions: ['Later'] });
+    expect(typeof aliceVote.payload.timestamp).toBe('number');
+    expect(s.frames.slice(from).filter((f) => f.event === 'poll.vote' && f.payload.id === sent.body.id)).toHaveLength(2);
+
+    const poll = await waitFor('both votes on the poll', async () => {
+      const m = await stored(team, pollKey, true);
+      return m.poll.options.reduce((n: number, o: Json) => n + o.votes, 0) === 2 ? m : undefined;
+    });
+    expect(poll.poll.options).toEqual([
+      { name: 'Yes', votes: 1, voters: [ALICE_JID] },
+      { name: 'No', votes: 0, voters: [] },
+      { name: 'Later', votes: 1, voters: [BOB_JID] },
+    ]);
+    // votes are not chat messages: no message event, the group's preview and unread unchanged
+    expect(s.frames.slice(from).some((f) => (f.event === 'message' || f.event === 'message.sent') && f.payload.chatId === team)).toBe(false);
+    const chatAfter = ((await s.api('GET', `/connections/${id}/chats?limit=500`)).body as Json[]).find((c) => c.id === team);
+    expect(chatAfter.lastMessage).toEqual(chatBefore.lastMessage);
+    expect(chatAfter.unread).toBe(chatBefore.unread);
+  });
+
   it('follows members a contact adds (cache, GET, event) so a send reaches the new member; a rename renames the chat', async () => {
     const club = await createContactGroup("Alice's Club", [PHONE, BOB]);
     await chatNamed(club, "Alice's Club");
@@ -409,6 +451,51 @@ describe('groups end to end through the sandbox', () => {
     const welcome = await s.api('POST', `/connections/${id}/send`, { chatId: crew, text: 'welcome Dave', skipPresence: true });
     expect(welcome.status).toBe(201);
     expect((await atPhone(DAVE, keyIdOf(welcome.body.id))).text).toBe('welcome Dave');
+  });
+
+  it('pages the group list with limit and offset, by subject, without gaps or repeats', async () => {
+    // Subjects that sort before and between the others, created out of order.
+    for (const subject of ['Paging C', 'Paging A', 'Paging B']) await createContactGroup(subject, [PHONE, BOB]);
+    const all = await s.api('GET', `/connections/${id}/groups?limit=500`);
+    expect(all.status).toBe(200);
+    const list = all.body as Json[];
+    expect(list.length).toBeGreaterThanOrEqual(4);
+    const subjects = list.map((g) => g.subject as string);
+    expect(subjects).toEqual([...subjects].sort((a, b) => a.localeCompare(b)));
+    expect(subjects.filter((x) => x.startsWith('Paging '))).toEqual(['Paging A', 'Paging B', 'Paging C']);
+
+    const pages: Json[][] = [];
+    for (let offset = 0; ; offset += 2) {
+      const page = await s.api('GET', `/connections/${id}/groups?limit=2&offset=${offset}`);
+      expect(page.status).toBe(200);
+      pages.push(page.body as Json[]);
+      if ((page.body as Json[]).length < 2) break;
+    }
+    expect(pages.slice(0, -1).every((p) => p.length === 2)).toBe(true);
+    expect(pages.flat().map((g) => g.id)).toEqual(list.map((g) => g.id));
+    // the second group alone, and nothing past the end
+    expect(((await s.api('GET', `/connections/${id}/groups?limit=1&offset=1`)).body as Json[]).map((g) => g.id)).toEqual([list[1].id]);
+    expect((await s.api('GET', `/connections/${id}/groups?offset=${list.length}`)).body).toEqual([]);
+    // the default page is the first 50
+    expect(((await s.api('GET', `/connections/${id}/groups`)).body as Json[]).map((g) => g.id)).toEqual(list.slice(0, 50).map((g) => g.id));
+    for (const bad of ['limit=0', 'limit=501', 'offset=-1', 'limit=x']) {
+      expect((await s.api('GET', `/connections/${id}/groups?${bad}`)).status, bad).toBe(400);
+    }
+  });
+
+  it('every event of the run, in the log and on the WebSocket, matches its documented payload schema', async () => {
+    // a contact typing in the group and in the 1:1 chat, so presence updates are among them
+    expect((await s.sandbox('POST', `/accounts/${enc(ALICE)}/chatstate`, { to: PHONE, state: 'composing' })).status).toBe(200);
+    await frameOf('presence.update', (p) => p.presence === 'composing');
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.ack', 'message.reaction', 'message.edited', 'message.revoked',
+      'poll.vote', 'group.update', 'group.participants', 'presence.update']) {
+      expect(types, t).toContain(t);
+    }
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(s.frames.length).toBeGreaterThan(50);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 
   it('answers 404 for unknown groups and 400 for malformed ids and participants', async () => {

@@ -4,12 +4,15 @@
  * A poll created by a contact and voted on twice (one vote changed): aggregated counts on the poll message,
  * `poll.vote` events, chat preview and unread unchanged by votes; a poll sent with send-poll and voted on by two
  * contacts; a list reply with its selection; a live location with coordinates and caption; a two-card contact array;
- * an album (its album message, items naming it); a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer).
+ * an album (its album message, items naming it); a status post (author, not in chats, no eager download); an undecryptable message replaced in place after its retry; a re-login where the sandbox withholds the offline-delivered marker still goes online (the fallback timer) and logs
+ * the fallback's warning.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -26,6 +29,7 @@ describe('message kinds end to end through the sandbox', () => {
   let id: string;
   let historyPoll: string;
   let ownHistoryPoll: string;
+  const logLines: string[] = [];
 
   const fromPhone = async (phone: string, body: Json) => {
     const res = await s.sandbox('POST', `/accounts/${enc(phone)}/messages`, body);
@@ -45,7 +49,9 @@ describe('message kinds end to end through the sandbox', () => {
 
   beforeAll(async () => {
     // A short fallback, so the withheld-marker case below does not wait the default 20 s.
-    s = await startSandboxService({ config: { onlineFallbackMs: 3000 } });
+    // The service's log is captured (warnings and up, as the harness logs by default) to see the fallback's warning.
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) });
+    s = await startSandboxService({ config: { onlineFallbackMs: 3000 }, logger });
     for (const [phoneNumber, pushName] of [[ALICE, 'Alice'], [BOB, 'Bob']]) {
       const res = await s.sandbox('POST', '/accounts', { phoneNumber, pushName });
       expect([201, 409]).toContain(res.status);
@@ -275,11 +281,27 @@ describe('message kinds end to end through the sandbox', () => {
       const onlineAt = Date.parse(statuses.at(-1)!.timestamp);
       expect(onlineAt - connectedAt).toBeGreaterThanOrEqual(2990);
       expect(onlineAt - connectedAt).toBeLessThan(20_000);
+      // ... and said so in the log, as a warning naming the connection and the time it waited
+      const warnings = logLines
+        .map((line) => JSON.parse(line) as Json)
+        .filter((r) => r.msg === 'no offline-delivered marker from the server; going online without it');
+      expect(warnings.length).toBeGreaterThanOrEqual(1);
+      expect(warnings.at(-1)).toMatchObject({ level: 40, waitedMs: 3000, connectionId: id });
       const sent = await s.api('POST', `/connections/${id}/send`, { chatId: ALICE, text: 'still here', skipPresence: true });
       expect(sent.status).toBe(201);
     } finally {
       await s.sandbox('PUT', '/faults/offline-marker', { withhold: false });
     }
+  });
+
+  it('every event of the run (polls, votes, waiting messages, kinds with structured content) matches its documented payload schema', async () => {
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.waiting', 'poll.vote']) expect(types, t).toContain(t);
+    const kinds = new Set(logged.filter((e) => e.event === 'message').map((e) => (e.payload as Json).kind));
+    for (const k of ['poll', 'list_response', 'buttons_response', 'location', 'contact', 'album']) expect(kinds, k).toContain(k);
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 });
 

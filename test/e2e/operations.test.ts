@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
+import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const PHONE = '+15550100';
@@ -89,6 +90,32 @@ describe('operations', { timeout: 90_000 }, () => {
       await waitFor('revoked at a member', async () =>
         (await phoneMessages(BOB)).find((m: Json) => m.id === sent.body.id)?.revoked ? true : undefined,
       );
+      // the revoked Message keeps the spec's type (`text`); `kind` says it was deleted
+      expect(res.body.type).toBe('text');
+    });
+
+    it("refuses another member's message in a group where the account is not admin with 403; nothing is revoked", async () => {
+      // Alice creates the group: the account is a plain member.
+      const created = await s.sandbox('POST', '/groups', { creator: ALICE, subject: 'Alice only admin', participants: [PHONE, BOB] });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const groupId = created.body.id as string;
+      const sent = await s.sandbox('POST', `/groups/${encodeURIComponent(groupId)}/messages`, { from: BOB, text: 'keep me' });
+      expect(sent.status).toBe(201);
+      const messageId = `false_${groupId}_${sent.body.id as string}`;
+      await s.frame('group message', (f) => f.event === 'message' && f.payload.id === messageId);
+      const from = s.frames.length;
+      const res = await s.api('DELETE', `/connections/${id}/messages/${messageId}?chatId=${encodeURIComponent(groupId)}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(403);
+      expect(res.body.message).toBe("Only a group admin can delete another member's message");
+      expect((await s.api('GET', `/connections/${id}/messages/${messageId}?chatId=${encodeURIComponent(groupId)}`)).body.kind).toBe('text');
+      expect((await phoneMessages(ALICE)).find((m: Json) => m.id === sent.body.id)?.revoked).toBe(false);
+      expect(s.frames.slice(from).some((f) => f.event === 'message.revoked' && f.payload.id === messageId)).toBe(false);
+      // the account's own message in the same group is still its to delete
+      const ours = await s.api('POST', `/connections/${id}/send`, { chatId: groupId, text: 'mine to delete', skipPresence: true });
+      expect(ours.status, JSON.stringify(ours.body)).toBe(201);
+      const own = await s.api('DELETE', `/connections/${id}/messages/${ours.body.id}?chatId=${encodeURIComponent(groupId)}`);
+      expect(own.status, JSON.stringify(own.body)).toBe(200);
+      expect(own.body).toMatchObject({ kind: 'revoked', type: 'text' });
     });
   });
 
@@ -234,5 +261,13 @@ describe('operations', { timeout: 90_000 }, () => {
       const off = await s.api('PATCH', `/connections/${id}`, { rejectCalls: false });
       expect(off.body).toMatchObject({ rejectCalls: false, rejectCallsMessage: 'Calls are not answered here; please write.' });
     });
+  });
+
+  it('every event of the run (calls, revokes, sends, acks…) matches its documented payload schema', async () => {
+    const logged = await loggedEvents((route) => s.api('GET', route));
+    const types = new Set(logged.map((e) => e.event));
+    for (const t of ['session.status', 'message', 'message.sent', 'message.ack', 'message.revoked', 'call.received', 'call.ended']) expect(types, t).toContain(t);
+    expect(eventSchemaErrors(logged)).toEqual([]);
+    expect(eventSchemaErrors(s.frames)).toEqual([]);
   });
 });

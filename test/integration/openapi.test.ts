@@ -1,9 +1,11 @@
 /**
  * The OpenAPI document: public, a valid OpenAPI 3.1 document (@seriousme/openapi-schema-validator), covering
- * every route of the route table with summary, tags, security and error responses; Swagger UI is served.
+ * every route of the route table with summary, tags, security and error responses; each event type's payload is a
+ * component, and the event record of `GET /events` is their union discriminated by `event`; Swagger UI is served.
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_PAYLOAD_SCHEMAS, eventTypeName } from '../../service/events/payloads.ts';
 import { startTestApi, type TestApi } from './api-harness.ts';
 import { apiRoutes } from './route-table.ts';
 
@@ -18,7 +20,7 @@ interface Operation {
 interface Doc {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+  components: { securitySchemes: Record<string, { type: string; scheme: string }>; schemas: Record<string, Record<string, unknown>> };
   security: unknown[];
 }
 
@@ -89,6 +91,32 @@ describe('OpenAPI document', () => {
     const chats = doc.paths['/api/connections/{id}/chats']!.get!;
     const limit = chats.parameters!.find((p) => p.name === 'limit') as { required?: boolean };
     expect(limit.required).toBe(false);
+  });
+
+  it("documents every event type's payload, and GET /events and the delivery log by reference to them", () => {
+    const schemas = doc.components.schemas;
+    const types = Object.keys(EVENT_PAYLOAD_SCHEMAS);
+    expect(types.length).toBeGreaterThanOrEqual(15);
+    const mapping: Record<string, string> = {};
+    for (const type of types) {
+      const name = eventTypeName(type);
+      // the very schema the service builds its payloads against
+      expect(schemas[`${name}Payload`], type).toEqual(JSON.parse(JSON.stringify(EVENT_PAYLOAD_SCHEMAS[type as keyof typeof EVENT_PAYLOAD_SCHEMAS])));
+      expect(schemas[`${name}Payload`]!.description, type).toBeTruthy();
+      const record = schemas[`${name}Event`] as { properties: Record<string, unknown>; required: string[] };
+      expect(record.properties.event).toMatchObject({ const: type });
+      expect(record.properties.payload).toEqual({ $ref: `#/components/schemas/${name}Payload` });
+      expect(record.required.sort()).toEqual(['connectionId', 'event', 'payload', 'seq', 'timestamp']);
+      mapping[type] = `#/components/schemas/${name}Event`;
+    }
+    expect(schemas.Event).toMatchObject({ discriminator: { propertyName: 'event', mapping } });
+    expect(schemas.Event!.oneOf).toHaveLength(types.length);
+    type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const events = doc.paths['/api/events']!.get!.responses['200'] as Json;
+    expect(events.content['application/json'].schema.properties.events.items).toEqual({ $ref: '#/components/schemas/Event' });
+    const logs = doc.paths['/api/webhooks/{id}/logs']!.get!.responses['200'] as Json;
+    expect(logs.content['application/json'].schema.items.properties.payload.properties.payload).toEqual({ $ref: '#/components/schemas/EventPayload' });
+    expect(JSON.stringify(doc)).not.toContain('x-event-');
   });
 
   it('serves Swagger UI at /api/docs without credentials', async () => {

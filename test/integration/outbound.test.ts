@@ -124,11 +124,12 @@ describe('a connection pool per webhook', () => {
     const ok = await hook('/ok');
     // Each hanging webhook fills its own concurrency (4) and has more queued behind it.
     for (let i = 0; i < 10; i++) {
-      api.events.append(alice.id, a.conn, 'message', { i });
-      api.events.append(alice.id, b.conn, 'message', { i });
+      // stand-in payloads (`as never`: not a message's shape; delivery is under test)
+      api.events.append(alice.id, a.conn, 'message', { i } as never);
+      api.events.append(alice.id, b.conn, 'message', { i } as never);
     }
     await waitFor('both hanging webhooks at their concurrency limit', () => (hanging.length === 8 ? true : undefined));
-    for (let i = 0; i < 5; i++) api.events.append(alice.id, ok.conn, 'message', { i });
+    for (let i = 0; i < 5; i++) api.events.append(alice.id, ok.conn, 'message', { i } as never);
     // With one pool per host (8 sockets here) the healthy webhook would wait for the hanging ones' 120 s timeout.
     await waitFor('the healthy webhook delivered', () => (healthy.length === 5 ? true : undefined), { timeoutMs: 15_000 });
     expect(hanging).toHaveLength(8); // still hanging: the healthy deliveries did not wait for them
@@ -162,7 +163,7 @@ describe('a connection pool per webhook', () => {
     // The operator turns LAN access off: the loopback webhook is refused at delivery, before any connection.
     api.store.webhooks.setAllowLanSetting(false);
     try {
-      for (const h of [refused, closedHook]) api.events.append(alice.id, h.conn, 'message', {});
+      for (const h of [refused, closedHook]) api.events.append(alice.id, h.conn, 'message', {} as never);
       const errorOf = async (id: string) => {
         const l = await api.request<Array<{ lastError: string | null }>>('GET', `/webhooks/${id}/logs`, { token: alice.token });
         return l.body[0]?.lastError ?? undefined;

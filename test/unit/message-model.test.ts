@@ -3,7 +3,9 @@
  * LID chats and senders, and classification of reactions, edits, revokes and protocol messages.
  * Each fixture round-trips through protobuf encoding first, as messages do on the wire and in our store.
  */
+import { createRequire } from 'node:module';
 import { proto, type WAMessage } from '@whiskeysockets/baileys';
+import type { Archiver, ArchiverOptions } from 'archiver';
 import { describe, expect, it } from 'vitest';
 import { classify, mediaFileName, mediaFileNameOf, toStoredMessage, type ModelContext } from '../../service/engine/message-model.ts';
 import { isSafeMediaName, MediaStore, sniffMimetype } from '../../service/engine/media-store.ts';
@@ -21,6 +23,42 @@ function ftyp(brand: string): Buffer {
 
 /** The first Ogg page of an Opus stream (its `OpusHead` packet). */
 const ogg = () => Buffer.concat([Buffer.from('OggS\0\x02', 'latin1'), Buffer.alloc(22), Buffer.from('OpusHead'), Buffer.alloc(64)]);
+
+/** archiver 7's factory (CommonJS, as service/http/routes/search.ts loads it). */
+const createArchive = createRequire(import.meta.url)('archiver') as (format: 'zip', options?: ArchiverOptions) => Archiver;
+
+/** A ZIP of `entries` (name → content), deflated, written by archiver as a real ZIP writer would. */
+async function zipOf(entries: Record<string, string>): Promise<Buffer> {
+  const archive = createArchive('zip', { zlib: { level: 9 } });
+  const chunks: Buffer[] = [];
+  archive.on('data', (c: Buffer) => chunks.push(c));
+  const done = new Promise<void>((resolve, reject) => archive.on('end', resolve).on('error', reject));
+  for (const [name, content] of Object.entries(entries)) archive.append(content, { name });
+  await archive.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}
+
+/** A minimal Word document: the package's content types, its relationships and the main part. */
+const docx = () =>
+  zipOf({
+    '[Content_Types].xml':
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' +
+      '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+      '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>' +
+      '<Default Extension="xml" ContentType="application/xml"/>' +
+      '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>' +
+      '</Types>',
+    '_rels/.rels':
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' +
+      '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+      '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>' +
+      '</Relationships>',
+    'word/document.xml':
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' +
+      '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Invoice 42</w:t></w:r></w:p></w:body></w:document>',
+  });
+const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 import { parseRange } from '../../service/http/routes/media.ts';
 import { mediaUrl } from '../../service/db/media-url.ts';
 
@@ -269,6 +307,16 @@ describe('message model: media and the media store rules', () => {
       const bytes = Buffer.isBuffer(input) ? input : typeof input === 'string' ? Buffer.from(input, 'latin1') : Buffer.from(input);
       expect(await sniffMimetype(bytes), String(input)).toBe(expected);
     }
+  });
+
+  it('sniffs a DOCX as a Word document, not as the ZIP it is; a send-document without a mimetype takes that type', async () => {
+    const bytes = await docx();
+    expect(bytes.subarray(0, 4).toString('latin1')).toBe('PK\x03\x04');
+    expect(await sniffMimetype(bytes)).toBe(DOCX_MIME);
+    // the same container without the Word parts is a plain ZIP
+    expect(await sniffMimetype(await zipOf({ 'notes.txt': 'just a zip' }))).toBe('application/zip');
+    const loaded = await loadMedia({ type: 'document', chatId: '15550101', base64: bytes.toString('base64'), filename: 'invoice.docx' });
+    expect(loaded.mimetype).toBe(DOCX_MIME);
   });
 
   it.each([

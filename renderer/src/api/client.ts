@@ -206,7 +206,7 @@ export class ApiClient {
     this.request<Message>('POST', `/connections/${enc(id)}/react`, body);
   editMessage = (id: string, messageId: string, body: { chatId: string; text: string }) =>
     this.request<Message>('PUT', `/connections/${enc(id)}/messages/${enc(messageId)}`, body);
-  /** Delete for everyone: the Message comes back with type `revoked`. */
+  /** Delete for everyone: the Message comes back with `kind: "revoked"` (its `type` is `text`). */
   revokeMessage = (id: string, messageId: string, chatId: string) =>
     this.request<Message>('DELETE', `/connections/${enc(id)}/messages/${enc(messageId)}?chatId=${enc(chatId)}`);
   forward = (id: string, body: { chatId: string; messageId: string; fromChatId: string }) =>

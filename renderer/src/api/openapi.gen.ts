@@ -4493,7 +4493,7 @@ export interface paths {
         post?: never;
         /**
          * DELETE /connections/:id/messages/:messageId
-         * @description Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. Answers the Message with type `revoked` (no text, no media) once the server has the revoke; a `message.revoked` event follows. 403 for someone else’s message in a 1:1 chat; deleting an already deleted message answers it unchanged.
+         * @description Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. Answers the Message with `kind` `revoked` and `type` `text` (no text, no media) once the server has the revoke; a `message.revoked` event follows. 403 for someone else’s message in a 1:1 chat, or for another member’s message in a group where you are not admin; deleting an already deleted message answers it unchanged.
          */
         delete: {
             parameters: {
@@ -7879,15 +7879,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            events: {
-                                connectionId: string | null;
-                                event: string;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
-                                seq: number;
-                                timestamp: string;
-                            }[];
+                            events: components["schemas"]["Event"][];
                             /** @description Seq of the newest event in the log when this page was read */
                             lastSeq: number;
                             /** @description Pass as `after` to continue */
@@ -9166,9 +9158,7 @@ export interface paths {
                             nextAttemptAt: string | null;
                             payload: {
                                 event: string;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
+                                payload: components["schemas"]["EventPayload"];
                                 session: string;
                             };
                             replayOf: string | null;
@@ -9197,9 +9187,7 @@ export interface paths {
                             nextAttemptAt: string | null;
                             payload: {
                                 event: string;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
+                                payload: components["schemas"]["EventPayload"];
                                 session: string;
                             };
                             replayOf: string | null;
@@ -9325,9 +9313,7 @@ export interface paths {
                             nextAttemptAt: string | null;
                             payload: {
                                 event: string;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
+                                payload: components["schemas"]["EventPayload"];
                                 session: string;
                             };
                             replayOf: string | null;
@@ -9458,9 +9444,7 @@ export interface paths {
                                 nextAttemptAt: string | null;
                                 payload: {
                                     event: string;
-                                    payload: {
-                                        [key: string]: unknown;
-                                    };
+                                    payload: components["schemas"]["EventPayload"];
                                     session: string;
                                 };
                                 replayOf: string | null;
@@ -9644,7 +9628,558 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description An incoming call is over */
+        CallEndedEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "call.ended";
+            payload: components["schemas"]["CallEndedPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description An incoming call is over */
+        CallEndedPayload: {
+            callId: string;
+            /** @description The caller */
+            from: string;
+            /** @description ended by the caller, rejected (here or automatically), accepted on another device, missed */
+            reason: "ended" | "rejected" | "accepted" | "missed";
+        };
+        /** @description An incoming call is ringing */
+        CallReceivedEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "call.received";
+            payload: components["schemas"]["CallReceivedPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description An incoming call is ringing */
+        CallReceivedPayload: {
+            callId: string;
+            /** @description The caller */
+            from: string;
+            isGroup: boolean;
+            isVideo: boolean;
+            /** @description Unix seconds */
+            timestamp: number;
+        };
+        /** @description One logged event, as `GET /events` returns it; a WebSocket frame has the same fields and a webhook body is `{ event, session (the connection id), payload }`. Payloads are described per type (`<Type>Payload`). */
+        Event: components["schemas"]["SessionStatusEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["MessageSentEvent"] | components["schemas"]["MessageWaitingEvent"] | components["schemas"]["MessageAckEvent"] | components["schemas"]["MessageReactionEvent"] | components["schemas"]["MessageEditedEvent"] | components["schemas"]["MessageRevokedEvent"] | components["schemas"]["PollVoteEvent"] | components["schemas"]["PresenceUpdateEvent"] | components["schemas"]["GroupUpdateEvent"] | components["schemas"]["GroupParticipantsEvent"] | components["schemas"]["CallReceivedEvent"] | components["schemas"]["CallEndedEvent"] | components["schemas"]["WebhookTestEvent"];
+        /** @description The payload of one of the event types (see the `event` field beside it) */
+        EventPayload: components["schemas"]["SessionStatusPayload"] | components["schemas"]["MessagePayload"] | components["schemas"]["MessageSentPayload"] | components["schemas"]["MessageWaitingPayload"] | components["schemas"]["MessageAckPayload"] | components["schemas"]["MessageReactionPayload"] | components["schemas"]["MessageEditedPayload"] | components["schemas"]["MessageRevokedPayload"] | components["schemas"]["PollVotePayload"] | components["schemas"]["PresenceUpdatePayload"] | components["schemas"]["GroupUpdatePayload"] | components["schemas"]["GroupParticipantsPayload"] | components["schemas"]["CallReceivedPayload"] | components["schemas"]["CallEndedPayload"] | components["schemas"]["WebhookTestPayload"];
+        /** @description Members were added, removed, promoted or demoted */
+        GroupParticipantsEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "group.participants";
+            payload: components["schemas"]["GroupParticipantsPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description Members were added, removed, promoted or demoted */
+        GroupParticipantsPayload: {
+            action: "add" | "remove" | "promote" | "demote";
+            by: string | null;
+            groupId: string;
+            /** @description The members concerned (phone-number JIDs where known) */
+            participants: string[];
+        };
+        /** @description A group’s subject or description changed */
+        GroupUpdateEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "group.update";
+            payload: components["schemas"]["GroupUpdatePayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A group’s subject or description changed */
+        GroupUpdatePayload: {
+            by: string | null;
+            description?: string | null;
+            groupId: string;
+            /** @description The new subject, when it changed */
+            subject?: string;
+        };
+        /** @description An own message’s delivery status rose */
+        MessageAckEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.ack";
+            payload: components["schemas"]["MessageAckPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description An own message’s delivery status rose */
+        MessageAckPayload: {
+            /** @description 0 error, 1 pending, 2 server, 3 delivered, 4 read, 5 played */
+            ack: number;
+            chatId: string;
+            /** @description The Message id */
+            id: string;
+        };
+        /** @description A stored message’s text was edited by its sender */
+        MessageEditedEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.edited";
+            payload: components["schemas"]["MessageEditedPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A stored message’s text was edited by its sender */
+        MessageEditedPayload: {
+            /** @description The new text */
+            body: string;
+            chatId: string;
+            /** @description Unix seconds */
+            editedAt: number;
+            /** @description The message’s sender */
+            from: string;
+            fromMe: boolean;
+            /** @description The Message id */
+            id: string;
+            previousBody: string;
+        };
+        /** @description A message from someone else arrived (`fromMe` false) */
+        MessageEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message";
+            payload: components["schemas"]["MessagePayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A message from someone else arrived (`fromMe` false) */
+        MessagePayload: {
+            album?: {
+                expectedImages: number;
+                expectedVideos: number;
+            };
+            /** @description Message id of the album this media message belongs to */
+            albumId?: string;
+            /** @description Text or caption; "" for media without caption, undecryptable and revoked messages */
+            body: string;
+            /** @description The chat (a user JID, phone-number form where known, or a group `…@g.us`) */
+            chatId: string;
+            contacts?: {
+                name: string;
+                phoneNumbers: string[];
+                vcard: string;
+            }[];
+            /** @description Sender: the contact for incoming messages (in groups the participant), the own JID for sent ones */
+            from: string;
+            fromMe: boolean;
+            hasMedia: boolean;
+            /** @description The Message id (`<fromMe>_<chatId>_<key id>`) */
+            id: string;
+            /**
+             * @description Present only on forwarded messages
+             * @constant
+             */
+            isForwarded?: true;
+            /** @description The precise kind (docs/api.md); `undecryptable` on `message.waiting` */
+            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+            location?: {
+                address: string | null;
+                isLive: boolean;
+                latitude: number;
+                longitude: number;
+                name: string | null;
+                url: string | null;
+            };
+            media?: {
+                filename: string | null;
+                mimetype: string;
+                size: number | null;
+                /** @description Media-proxy URL (fetch with the same Bearer token) */
+                url: string;
+            };
+            /** @description JIDs the message mentions */
+            mentions: string[];
+            poll?: {
+                name: string;
+                options: {
+                    name: string;
+                    voters: string[];
+                    votes: number;
+                }[];
+                selectableCount: number;
+            };
+            /** @description The sender’s push name (same as senderPushName) */
+            pushName: string;
+            quotedMessageId: string | null;
+            /** @description Proto field name of an `unsupported` message */
+            rawType?: string;
+            selection?: {
+                id: string;
+                title: string;
+            };
+            /** @description The sender as on the Message: in groups the participant (phone-number JID where known, else the LID) */
+            senderJid: string;
+            senderPushName: string;
+            /** @description Unix seconds */
+            timestamp: number;
+            /** @description Recipient: the own JID for incoming 1:1 messages, the chat for sent ones and in groups */
+            to: string;
+            /** @description The spec’s seven types, derived from `kind` */
+            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+        };
+        /** @description A reaction to a stored message was set or removed (`id` is the reacted-to message) */
+        MessageReactionEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.reaction";
+            payload: components["schemas"]["MessageReactionPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A reaction to a stored message was set or removed (`id` is the reacted-to message) */
+        MessageReactionPayload: {
+            chatId: string;
+            /** @description "" when the reaction was removed */
+            emoji: string;
+            /** @description Who reacted */
+            from: string;
+            fromMe: boolean;
+            /** @description The Message id */
+            id: string;
+            removed: boolean;
+            /** @description Unix seconds */
+            timestamp: number;
+        };
+        /** @description A stored message was deleted for everyone */
+        MessageRevokedEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.revoked";
+            payload: components["schemas"]["MessageRevokedPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A stored message was deleted for everyone */
+        MessageRevokedPayload: {
+            chatId: string;
+            /** @description The message’s sender */
+            from: string;
+            fromMe: boolean;
+            /** @description The Message id */
+            id: string;
+        };
+        /** @description An own message was stored (`fromMe` true): sent through this API or from another of the account’s devices */
+        MessageSentEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.sent";
+            payload: components["schemas"]["MessageSentPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description An own message was stored (`fromMe` true): sent through this API or from another of the account’s devices */
+        MessageSentPayload: {
+            album?: {
+                expectedImages: number;
+                expectedVideos: number;
+            };
+            /** @description Message id of the album this media message belongs to */
+            albumId?: string;
+            /** @description Text or caption; "" for media without caption, undecryptable and revoked messages */
+            body: string;
+            /** @description The chat (a user JID, phone-number form where known, or a group `…@g.us`) */
+            chatId: string;
+            contacts?: {
+                name: string;
+                phoneNumbers: string[];
+                vcard: string;
+            }[];
+            /** @description Sender: the contact for incoming messages (in groups the participant), the own JID for sent ones */
+            from: string;
+            fromMe: boolean;
+            hasMedia: boolean;
+            /** @description The Message id (`<fromMe>_<chatId>_<key id>`) */
+            id: string;
+            /**
+             * @description Present only on forwarded messages
+             * @constant
+             */
+            isForwarded?: true;
+            /** @description The precise kind (docs/api.md); `undecryptable` on `message.waiting` */
+            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+            location?: {
+                address: string | null;
+                isLive: boolean;
+                latitude: number;
+                longitude: number;
+                name: string | null;
+                url: string | null;
+            };
+            media?: {
+                filename: string | null;
+                mimetype: string;
+                size: number | null;
+                /** @description Media-proxy URL (fetch with the same Bearer token) */
+                url: string;
+            };
+            /** @description JIDs the message mentions */
+            mentions: string[];
+            poll?: {
+                name: string;
+                options: {
+                    name: string;
+                    voters: string[];
+                    votes: number;
+                }[];
+                selectableCount: number;
+            };
+            /** @description The sender’s push name (same as senderPushName) */
+            pushName: string;
+            quotedMessageId: string | null;
+            /** @description Proto field name of an `unsupported` message */
+            rawType?: string;
+            selection?: {
+                id: string;
+                title: string;
+            };
+            /** @description The sender as on the Message: in groups the participant (phone-number JID where known, else the LID) */
+            senderJid: string;
+            senderPushName: string;
+            /** @description Unix seconds */
+            timestamp: number;
+            /** @description Recipient: the own JID for incoming 1:1 messages, the chat for sent ones and in groups */
+            to: string;
+            /** @description The spec’s seven types, derived from `kind` */
+            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+        };
+        /** @description A message that could not be decrypted yet (`kind` undecryptable); a `message` with the same id follows when it is */
+        MessageWaitingEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "message.waiting";
+            payload: components["schemas"]["MessageWaitingPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A message that could not be decrypted yet (`kind` undecryptable); a `message` with the same id follows when it is */
+        MessageWaitingPayload: {
+            album?: {
+                expectedImages: number;
+                expectedVideos: number;
+            };
+            /** @description Message id of the album this media message belongs to */
+            albumId?: string;
+            /** @description Text or caption; "" for media without caption, undecryptable and revoked messages */
+            body: string;
+            /** @description The chat (a user JID, phone-number form where known, or a group `…@g.us`) */
+            chatId: string;
+            contacts?: {
+                name: string;
+                phoneNumbers: string[];
+                vcard: string;
+            }[];
+            /** @description Sender: the contact for incoming messages (in groups the participant), the own JID for sent ones */
+            from: string;
+            fromMe: boolean;
+            hasMedia: boolean;
+            /** @description The Message id (`<fromMe>_<chatId>_<key id>`) */
+            id: string;
+            /**
+             * @description Present only on forwarded messages
+             * @constant
+             */
+            isForwarded?: true;
+            /** @description The precise kind (docs/api.md); `undecryptable` on `message.waiting` */
+            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+            location?: {
+                address: string | null;
+                isLive: boolean;
+                latitude: number;
+                longitude: number;
+                name: string | null;
+                url: string | null;
+            };
+            media?: {
+                filename: string | null;
+                mimetype: string;
+                size: number | null;
+                /** @description Media-proxy URL (fetch with the same Bearer token) */
+                url: string;
+            };
+            /** @description JIDs the message mentions */
+            mentions: string[];
+            poll?: {
+                name: string;
+                options: {
+                    name: string;
+                    voters: string[];
+                    votes: number;
+                }[];
+                selectableCount: number;
+            };
+            /** @description The sender’s push name (same as senderPushName) */
+            pushName: string;
+            quotedMessageId: string | null;
+            /** @description Proto field name of an `unsupported` message */
+            rawType?: string;
+            selection?: {
+                id: string;
+                title: string;
+            };
+            /** @description The sender as on the Message: in groups the participant (phone-number JID where known, else the LID) */
+            senderJid: string;
+            senderPushName: string;
+            /** @description Unix seconds */
+            timestamp: number;
+            /** @description Recipient: the own JID for incoming 1:1 messages, the chat for sent ones and in groups */
+            to: string;
+            /** @description The spec’s seven types, derived from `kind` */
+            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+        };
+        /** @description A vote on a stored poll (aggregated onto the poll message) */
+        PollVoteEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "poll.vote";
+            payload: components["schemas"]["PollVotePayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A vote on a stored poll (aggregated onto the poll message) */
+        PollVotePayload: {
+            chatId: string;
+            /** @description The poll message’s id */
+            id: string;
+            /** @description Option names now chosen by the voter ([] withdrew the vote) */
+            selectedOptions: string[];
+            /** @description Unix seconds */
+            timestamp: number;
+            /** @description Who voted */
+            voter: string;
+        };
+        /** @description A contact’s presence or chat state (typing, recording) in a chat */
+        PresenceUpdateEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "presence.update";
+            payload: components["schemas"]["PresenceUpdatePayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A contact’s presence or chat state (typing, recording) in a chat */
+        PresenceUpdatePayload: {
+            chatId: string;
+            /** @description Unix seconds, when WhatsApp told it */
+            lastSeen?: number;
+            /** @description Whose presence */
+            participant: string;
+            presence: "unavailable" | "available" | "composing" | "recording" | "paused";
+        };
+        /** @description A connection’s status changed */
+        SessionStatusEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "session.status";
+            payload: components["schemas"]["SessionStatusPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description A connection’s status changed */
+        SessionStatusPayload: {
+            previous: ("starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped") | null;
+            reason: string | null;
+            status: "starting" | "scan_qr" | "connected" | "online" | "reconnecting" | "logged_out" | "failed" | "stopped";
+        };
+        /** @description Sent by `POST /webhooks/:id/test` to that webhook only */
+        WebhookTestEvent: {
+            connectionId: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.test";
+            payload: components["schemas"]["WebhookTestPayload"];
+            /** @description Position in your event log (gap-free, increasing) */
+            seq: number;
+            /** @description When the event was logged (ISO 8601) */
+            timestamp: string;
+        };
+        /** @description Sent by `POST /webhooks/:id/test` to that webhook only */
+        WebhookTestPayload: {
+            message: string;
+            webhookId: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;

@@ -8,16 +8,24 @@
 import { Type } from '@sinclair/typebox';
 import { badRequest } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
+import { EVENT_RECORD } from '../openapi.ts';
 import { Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
-export const EventSchema = Type.Object({
-  seq: Type.Integer(),
-  event: Type.String(),
-  connectionId: Nullable(Type.String()),
-  payload: Type.Record(Type.String(), Type.Unknown()),
-  timestamp: Type.String(),
-});
+/**
+ * One logged event. Serialized as is; the OpenAPI document shows it as the discriminated union of the event types
+ * and their payloads (`EVENT_RECORD` marks it for http/openapi.ts, events/payloads.ts has the payloads).
+ */
+export const EventSchema = Type.Object(
+  {
+    seq: Type.Integer(),
+    event: Type.String(),
+    connectionId: Nullable(Type.String()),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+    timestamp: Type.String(),
+  },
+  { [EVENT_RECORD]: true },
+);
 
 const EventsQuery = Type.Object(
   {

@@ -46,8 +46,8 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       schema: {
         description:
           'Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. ' +
-          'Answers the Message with type `revoked` (no text, no media) once the server has the revoke; a `message.revoked` event follows. ' +
-          '403 for someone else’s message in a 1:1 chat; deleting an already deleted message answers it unchanged.',
+          'Answers the Message with `kind` `revoked` and `type` `text` (no text, no media) once the server has the revoke; a `message.revoked` event follows. ' +
+          '403 for someone else’s message in a 1:1 chat, or for another member’s message in a group where you are not admin; deleting an already deleted message answers it unchanged.',
         params: MessageParams,
         querystring: Type.Object({ chatId }),
         response: { 200: MessageSchema },

@@ -13,12 +13,14 @@ import type { WebhookRow } from '../../db/webhooks.ts';
 import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
 import { TEST_EVENT } from '../../webhooks/outbox.ts';
+import type { EventType } from '../../events/payloads.ts';
 import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
 import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
+import { EVENT_PAYLOAD } from '../openapi.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
-/** Event types a webhook can subscribe to today; `*` subscribes to all (including future ones). */
+/** Event types a webhook can subscribe to today (each with its payload schema); `*` subscribes to all (including future ones). */
 export const WEBHOOK_EVENT_TYPES = [
   'session.status',
   'message',
@@ -35,7 +37,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'group.update',
   'group.participants',
   TEST_EVENT,
-] as const;
+] as const satisfies readonly EventType[];
 
 export const WebhookSchema = Type.Object({
   id: Type.String(),
@@ -53,7 +55,12 @@ export type Webhook = Static<typeof WebhookSchema>;
 export const DeliveryLogSchema = Type.Object({
   id: Type.String(),
   eventType: Type.String(),
-  payload: Type.Object({ event: Type.String(), session: Type.String(), payload: Type.Record(Type.String(), Type.Unknown()) }),
+  payload: Type.Object({
+    event: Type.String(),
+    session: Type.String(),
+    // documented as the union of the event payloads (http/openapi.ts)
+    payload: Type.Record(Type.String(), Type.Unknown(), { [EVENT_PAYLOAD]: true }),
+  }),
   status: Type.Union(['pending', 'paused', 'delivered', 'failed', 'skipped'].map((s) => Type.Literal(s)), {
     description:
       'pending (queued or being retried), paused (held while the webhook is paused; sent in order on resume), delivered, ' +
