@@ -4,6 +4,7 @@
  * variable and file key belong to a setting is declared once, in config/settings-table.ts. Every value is checked
  * here, so the rest of the service trusts its config; a bad value is a ConfigError naming where it came from.
  */
+import { availableParallelism } from 'node:os';
 import { Secret } from '../secrets/secret.ts';
 import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from './billing-settings.ts';
 import { ConfigError } from './config-error.ts';
@@ -343,11 +344,11 @@ function parseName(s: Setting | undefined, fallback: string): string {
 }
 
 /**
- * Session worker threads when `--workers` is not given: 0, the sessions on the main thread. (Issue 16 makes the
- * default the machine's available parallelism once thread mode is measured not to cost more than it gains;
- * docs/scaling.md.)
+ * Session worker threads when `--workers` is not given: the machine's available parallelism
+ * (`os.availableParallelism()`, at least 1), so the sessions use every core while the main thread keeps HTTP, the
+ * event stream and webhooks (docs/scaling.md). `--workers 0` keeps the sessions on the main thread.
  */
-export const DEFAULT_WORKERS = 0;
+export const DEFAULT_WORKERS = Math.max(1, availableParallelism());
 /** More threads than this gain nothing on any machine this runs on and cost ~70 MB each. */
 const MAX_WORKERS = 256;
 
