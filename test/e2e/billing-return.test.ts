@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeStripe } from '../fakes/stripe/server.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[billing return e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -48,12 +48,7 @@ describe.skipIf(!haveChromium)('billing: Stripe return URLs open the console bil
     const created = await runCli(['token', 'create', '--user', 'payer', '--name', 'e2e', '--data-dir', dataDir]);
     expect(created.code).toBe(0);
     token = created.stdout.trim();
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ context, page } = await launchConsole(userDataDir, 'billing-return e2e'));
     // Sign in once; the token stays in the tab's sessionStorage across the navigations below.
     await page.goto(`${origin}/`);
     await page.getByTestId('token-input').fill(token);

@@ -14,14 +14,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 import { checkView, settled } from '../helpers/axe.ts';
 import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console operator e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -89,15 +89,7 @@ describe.skipIf(!haveChromium)('console: honest state, phone width, sign-in hint
     });
     expect(await sandbox(`/accounts/${encodeURIComponent(ALICE)}/messages`, { to: PHONE, text: 'Hello from Alice' })).toBe(201);
 
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 390, height: 844 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ context, page } = await launchConsole(userDataDir, 'console-operator e2e', { viewport: { width: 390, height: 844 } }));
   });
 
   afterAll(async () => {

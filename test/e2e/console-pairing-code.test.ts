@@ -9,11 +9,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console pairing-code e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -46,16 +46,7 @@ describe.skipIf(!haveChromium)('console: link a connection with a phone code', {
     const created = await runCli(['token', 'create', '--user', 'operator', '--name', 'console', '--data-dir', dataDir]);
     expect(created.code).toBe(0);
     token = created.stdout.trim();
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 800 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (err) => console.log(`[console pairing-code e2e] page error: ${err.message}`));
+    ({ context, page } = await launchConsole(userDataDir, 'console pairing-code e2e'));
   });
 
   afterAll(async () => {

@@ -9,13 +9,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, signIn, CHROMIUM } from '../helpers/chromium.ts';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console profiles e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -86,26 +86,14 @@ describe.skipIf(!haveChromium)('console: contact panel, own profile, incoming ca
     expect((await sandbox('PATCH', `/accounts/${enc(ALICE)}/profile`, { about: 'Out hiking', picture: { base64: aliceJpeg.toString('base64') } })).status).toBe(200);
     expect((await sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: PHONE, text: 'Hello from Alice' })).status).toBe(201);
 
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 800 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (err) => console.log(`[console profiles e2e] page error: ${err.message}`));
+    ({ context, page } = await launchConsole(userDataDir, 'console profiles e2e'));
     // Profile pictures as the page receives them from the media proxy.
     await page.route('**/media/profile-*', async (route) => {
       const response = await route.fetch();
       pictures.push({ url: route.request().url(), authorization: route.request().headers().authorization, body: await response.body() });
       await route.fulfill({ response });
     });
-    await page.goto(`${new URL(service.apiUrl).origin}/`);
-    await page.getByTestId('token-input').fill(token);
-    await page.getByRole('button', { name: 'Open console' }).click();
-    await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
+    await signIn(page, new URL(service.apiUrl).origin, token);
   });
 
   afterAll(async () => {

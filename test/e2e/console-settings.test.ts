@@ -10,11 +10,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/service-process.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const needs = [CHROMIUM, '/usr/bin/dbus-run-session', '/usr/bin/gnome-keyring-daemon'];
 const missing = needs.filter((b) => !fs.existsSync(b));
 if (missing.length) console.log(`[console settings e2e] skipped: ${missing.join(', ')} not installed`);
@@ -63,15 +63,7 @@ describe.skipIf(missing.length > 0)('console: the machine settings', { timeout: 
     origin = new URL(apiUrl).origin;
     ownerToken = (await runCli(['token', 'create', '--user', 'operator', '--data-dir', dataDir])).stdout.trim();
     otherToken = (await runCli(['token', 'create', '--user', 'someone-else', '--data-dir', dataDir])).stdout.trim();
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => console.log(`[console settings e2e] page error: ${e.message}`));
+    ({ context, page } = await launchConsole(userDataDir, 'console settings e2e', { viewport: { width: 1280, height: 900 } }));
   });
 
   afterAll(async () => {

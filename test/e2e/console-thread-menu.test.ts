@@ -8,14 +8,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { launchConsole, signIn, CHROMIUM } from '../helpers/chromium.ts';
 import { PNG } from 'pngjs';
 import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console thread menu e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -131,20 +131,8 @@ describe.skipIf(!haveChromium)('console: delete for everyone, forward, export ch
 
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-chromium-thread-'));
     downloads = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-downloads-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 800 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-      acceptDownloads: true,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${new URL(s.apiUrl).origin}/`);
-    await page.getByTestId('token-input').fill(s.token);
-    await page.getByRole('button', { name: 'Open console' }).click();
-    await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
+    ({ context, page } = await launchConsole(userDataDir, 'console-thread-menu e2e', { acceptDownloads: true }));
+    await signIn(page, new URL(s.apiUrl).origin, s.token);
     await page.getByTestId('nav-chats').click();
     await openChat(ALICE_JID);
     await bubble('Forward me please').waitFor();

@@ -13,14 +13,14 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { launchConsole, signIn, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_EVENT_TYPES } from '../../service/http/routes/webhooks.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 import { checkView } from '../helpers/axe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console webhooks e2e] skipped: no Chromium at ${CHROMIUM}`);
 
@@ -115,19 +115,8 @@ describe.skipIf(!haveChromium)('console: webhook states, retry now, delivery col
     // Webhooks belong to a connection; it need not be linked for test events.
     connectionId = (await api('POST', '/connections', { name: 'hooks' })).body.id as string;
 
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 800 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${new URL(service.apiUrl).origin}/`);
-    await page.getByTestId('token-input').fill(token);
-    await page.getByRole('button', { name: 'Open console' }).click();
-    await page.locator('[data-testid="live-indicator"][data-state="open"]').waitFor();
+    ({ context, page } = await launchConsole(userDataDir, 'console-webhooks e2e'));
+    await signIn(page, new URL(service.apiUrl).origin, token);
     await page.getByTestId('nav-webhooks').click();
     await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
   });

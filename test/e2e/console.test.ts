@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { launchConsole, CHROMIUM } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeQrDataUrl } from '../helpers/qr.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
@@ -19,7 +20,6 @@ import { settled } from '../helpers/axe.ts';
 import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.log(`[console e2e] skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
 
@@ -82,16 +82,7 @@ describe.skipIf(!haveChromium)('console: pair, chat and operate through the brow
     const created = await runCli(['token', 'create', '--user', 'operator', '--name', 'e2e', '--data-dir', dataDir]);
     expect(created.code).toBe(0);
     token = created.stdout.trim();
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1280, height: 800 },
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (err) => console.log(`[console e2e] page error: ${err.message}`));
+    ({ context, page } = await launchConsole(userDataDir, 'console e2e'));
   });
 
   afterAll(async () => {

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.ts';
 import { PNG } from 'pngjs';
 import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,6 @@ const ALICE_JID = '15550101@s.whatsapp.net';
 const CAROL = '+15550107';
 const CAROL_JID = '15550107@s.whatsapp.net';
 const HISTORY = 2000;
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 function pngBytes(): Buffer {
   const png = new PNG({ width: 16, height: 16 });
@@ -260,10 +259,7 @@ describe('search, surroundings and export through the sandbox', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-export-'));
     const file = path.join(dir, 'transcript.html');
     fs.writeFileSync(file, res.bytes);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 900, height: 900 } });
       const requests: string[] = [];
@@ -285,10 +281,7 @@ describe('search, surroundings and export through the sandbox', () => {
   });
 
   it('console: the top-bar search opens the thread at the hit, highlighted, with newer pages on demand', { timeout: 60_000 }, async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       await page.goto(`${new URL(s.apiUrl).origin}/`);
