@@ -60,7 +60,7 @@ const MAX_BACKOFF_MS = 60_000;
  */
 export const CONNECT_TIMEOUT_MS = 20_000;
 /** How long a freshly linked session waits for its initial history sync before it reports `online` anyway. */
-const HISTORY_WAIT_MS = 15_000;
+export const HISTORY_WAIT_MS = 15_000;
 
 /** The status reason while the store cannot commit (the disk is full or failing). */
 export const STORAGE_UNAVAILABLE = 'storage unavailable';
@@ -292,7 +292,11 @@ export class SessionLifecycle {
     this.#pendingDone = false;
     this.#socketOpen = false;
     this.#qrShown = false;
-    this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter;
+    // Wait for the initial history sync only while none was received yet. Baileys counts accountSyncCounter only
+    // once the app-state sync after the history completes, so a socket lost in between (a drop seconds after
+    // pairing) would otherwise wait for a history the server does not send twice, on every reconnect;
+    // processedHistoryMessages is written as soon as the history notification is processed (process-message.ts).
+    this.#awaitingHistory = !!auth.creds.me && !auth.creds.accountSyncCounter && !auth.creds.processedHistoryMessages?.length;
     // Baileys' 515 restart report is lowered from error to info (baileys-logger.ts).
     const baileysLog = baileysLogger(logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel }));
     const sock = makeWASocket({

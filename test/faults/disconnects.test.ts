@@ -5,7 +5,10 @@
  * no reconnect loop) until a restart; and the phone unlinking the device (401) → `logged_out`, with the stored
  * history kept. A drop in the middle of a burst of incoming messages loses none of them.
  */
+import Database from 'better-sqlite3';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HISTORY_WAIT_MS } from '../../service/engine/session-lifecycle.ts';
 import { enc, startSandboxService, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -110,5 +113,42 @@ describe('server-side disconnects', () => {
     expect(page.status).toBe(200);
     expect(page.body.messages.map((m: { text: string }) => m.text)).toContain('after 440 and restart');
     expect((await s.api('GET', `/connections/${connectionId}/me`)).status).toBe(409);
+  });
+
+  it('a session that got its history but lost the socket before the app-state sync does not wait for history again', { timeout: 60_000 }, async () => {
+    // A drop seconds after pairing: Baileys had processed the history notification (processedHistoryMessages) but
+    // not finished the app-state sync that sets accountSyncCounter. The server does not send the history twice, so a
+    // reconnect must not wait HISTORY_WAIT_MS for it (it did, on every reconnect, until the counter was set).
+    const fresh = await startSandboxService();
+    try {
+      const id = await fresh.pair('+15550100');
+      // A message stored after the history: its notification was acknowledged, so the server will not send it again.
+      expect((await fresh.sandbox('POST', `/accounts/${enc(ALICE)}/messages`, { to: PHONE, text: 'after the history' })).status).toBe(201);
+      await waitFor('stored', async () => {
+        const page = await fresh.api('GET', `/connections/${id}/chats/${ALICE_JID}/messages?limit=5`);
+        return page.body.messages.some((m: { text: string }) => m.text === 'after the history') ? true : undefined;
+      });
+      await fresh.service.close();
+      const db = new Database(path.join(fresh.dataDir, 'switchboard.db'));
+      const row = db.prepare('SELECT creds FROM auth_creds WHERE connection_id = ?').get(id) as { creds: string };
+      const creds = JSON.parse(row.creds) as { accountSyncCounter: number; processedHistoryMessages: unknown[] };
+      expect(creds.processedHistoryMessages.length).toBeGreaterThan(0);
+      creds.accountSyncCounter = 0;
+      db.prepare('UPDATE auth_creds SET creds = ? WHERE connection_id = ?').run(JSON.stringify(creds), id);
+      db.close();
+      const started = Date.now();
+      const restarted = await startSandboxService({ dataDir: fresh.dataDir });
+      try {
+        await waitFor('online after restart', async () =>
+          (await restarted.api('GET', `/connections/${id}`)).body.status === 'online' ? true : undefined,
+        { timeoutMs: HISTORY_WAIT_MS + 10_000 });
+        // Far below the history wait: no timer held it (a restart comes online in about a second).
+        expect(Date.now() - started).toBeLessThan(HISTORY_WAIT_MS / 2);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await fresh.close();
+    }
   });
 });
