@@ -48,6 +48,26 @@ function storageUnavailable(): ServiceError {
 }
 const toPnJidOf = (jid: string, ctx: ReturnType<Session['modelContext']>) => (jid ? toPnJid(jid, null, ctx) : jid);
 
+/**
+ * Starts every active connection whose session can resume (not `logged_out` or `failed`, which wait for an explicit
+ * restart); a connection that fails to start is logged and skipped. Shared by the in-process and the thread engine.
+ */
+export function startActive(
+  store: Pick<EngineOptions['store'], 'connections'>,
+  start: (connectionId: string) => void,
+  log: Pick<EngineOptions['logger'], 'error'>,
+): void {
+  for (const conn of store.connections.listActive()) {
+    if (conn.status === 'logged_out' || conn.status === 'failed') continue;
+    try {
+      start(conn.id);
+    } catch (err) {
+      log.error({ err, connectionId: conn.id }, 'failed to start session');
+    }
+  }
+}
+
+/** The in-process engine (`--workers 0`, and each session thread's own): the `Engine` of types.ts over sessions on this thread. */
 export function createEngine(opts: EngineOptions): Engine & { session(connectionId: string): Session | undefined } {
   const { store, events, logger } = opts;
   const outbound = opts.outbound ?? new OutboundPolicy({ allowLan: false });
@@ -368,14 +388,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     ...profiles,
     start,
     startAll() {
-      for (const conn of store.connections.listActive()) {
-        if (conn.status === 'logged_out' || conn.status === 'failed') continue;
-        try {
-          start(conn.id);
-        } catch (err) {
-          logger.error({ err, connectionId: conn.id }, 'failed to start session');
-        }
-      }
+      startActive(store, start, logger);
     },
     async restart(connectionId) {
       await stop(connectionId);

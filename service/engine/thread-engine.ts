@@ -22,7 +22,7 @@ import { Worker } from 'node:worker_threads';
 import { WriteLock } from '../db/write-lock.ts';
 import type { Resolver } from '../net/outbound.ts';
 import { notFound, ServiceError } from '../errors.ts';
-import { createEngine } from './engine.ts';
+import { createEngine, startActive } from './engine.ts';
 import type { Engine, EngineOptions } from './types.ts';
 import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
 
@@ -343,14 +343,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     ...(routed as unknown as Engine),
     start,
     startAll() {
-      for (const conn of store.connections.listActive()) {
-        if (conn.status === 'logged_out' || conn.status === 'failed') continue;
-        try {
-          start(conn.id);
-        } catch (err) {
-          log.error({ err, connectionId: conn.id }, 'failed to start session');
-        }
-      }
+      startActive(store, start, log);
     },
     async restart(connectionId) {
       // Stopped where it ran, started on the least busy thread.
