@@ -35,6 +35,17 @@ export function formatTime(ts: number): string {
 export const MESSAGE_HITS = 20;
 
 /**
+ * The search query for text typed in the filter: its last word matches as a prefix while it is being typed, as in
+ * WhatsApp Web ("lightho" finds "lighthouse"). Text that ends in a quote, an operator or an open phrase is sent as
+ * typed (the API's syntax: docs/api.md, Search).
+ */
+export function typedQuery(text: string): string {
+  const t = text.trim();
+  const openQuote = (t.match(/"/g) ?? []).length % 2 === 1;
+  return !openQuote && /[\p{L}\p{N}]$/u.test(t) ? `${t}*` : t;
+}
+
+/**
  * The messages of `connectionId` that match `text` (most recent first), for the chat list's "Messages" section.
  * None for an empty text, and none (quietly: the section is simply not shown) when the API refuses the text as a
  * query (400, e.g. an unbalanced quote) or the request fails. The previous answer stays while the next one loads.
@@ -45,7 +56,7 @@ function useMessageHits(connectionId: string | undefined, text: string): SearchR
   useEffect(() => {
     if (!connectionId || !text) return;
     let current = true;
-    client.search(text, { connectionId, limit: MESSAGE_HITS }).then(
+    client.search(typedQuery(text), { connectionId, limit: MESSAGE_HITS }).then(
       (page) => current && setAnswer({ connectionId, text, hits: page.results }),
       () => current && setAnswer({ connectionId, text, hits: [] }),
     );
