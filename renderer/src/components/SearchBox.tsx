@@ -1,28 +1,17 @@
 /**
  * The top bar's message search: a box that opens a panel of results (`GET /search` across all connections, or the
  * selected connection's `/connections/:id/search`), grouped by chat with their snippets («…» shown highlighted).
- * A click opens the chat scrolled to the message and highlighted (the thread loads the page `around` it).
+ * A click opens the chat scrolled to the message and highlighted (stores/jump.ts: the thread loads the page `around` it).
  */
 import { Badge, Button, Group, Modal, ScrollArea, SegmentedControl, Stack, Text, TextInput, UnstyledButton } from '@mantine/core';
 import { IconSearch } from '@tabler/icons-react';
-import { Fragment, useState, type ReactNode } from 'react';
+import { useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import type { SearchResult } from '../api/types.ts';
-import { useChats } from '../stores/chats.ts';
 import { useConnections } from '../stores/connections.ts';
-import { useNav } from '../stores/nav.ts';
+import { Snippet } from './Snippet.tsx';
+import { openAtMessage } from '../stores/jump.ts';
 import { useClient } from '../stores/session.ts';
-import { useThread } from '../stores/thread.ts';
-
-/** A snippet with its «…» matches as <mark> (text only: no HTML is interpreted). */
-export function Snippet({ text }: { text: string }): ReactNode {
-  const parts = text.split(/«|»/);
-  return (
-    <Text size="sm" className="search-snippet" lineClamp={2}>
-      {parts.map((p, i) => (i % 2 === 1 ? <mark key={i}>{p}</mark> : <Fragment key={i}>{p}</Fragment>))}
-    </Text>
-  );
-}
 
 type Hit = SearchResult & { connectionId: string };
 
@@ -59,15 +48,7 @@ export function SearchBox() {
 
   const openHit = (hit: Hit) => {
     setOpen(false);
-    useThread.getState().jumpTo(hit.connectionId, hit.message.chatId, hit.message.id);
-    useConnections.getState().select(hit.connectionId);
-    useNav.getState().go('chats');
-    // Switch the chat list first (loading another connection's chats closes the open chat), then open the chat.
-    if (useChats.getState().connectionId !== hit.connectionId) void useChats.getState().load(client, hit.connectionId);
-    const chats = useChats.getState();
-    if (chats.openChatId === hit.message.chatId && chats.connectionId === hit.connectionId) {
-      void useThread.getState().openChat(client, hit.connectionId, hit.message.chatId); // same chat: reopen at the message
-    } else chats.open(hit.message.chatId);
+    openAtMessage(client, hit.connectionId, hit.message.chatId, hit.message.id);
   };
 
   // Grouped by chat, in the order of each chat's best (first) hit.

@@ -1,15 +1,24 @@
-/** Chats of the selected connection: the list (unread badges, unread-only filter) beside the open thread. */
+/**
+ * Chats of the selected connection: the list (unread badges, unread-only filter) beside the open thread. While the
+ * filter has text the list is a search, as in WhatsApp Web: the matching chats (by name or number, answered by the
+ * server) under "Chats", then the messages that contain the text (`GET /connections/:id/search`) under "Messages";
+ * a message hit opens its chat at that message, highlighted (stores/jump.ts, shared with the top-bar search).
+ */
 import { Badge, Button, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput, Title, UnstyledButton } from '@mantine/core';
 import { IconMessagePlus, IconSearch } from '@tabler/icons-react';
 import { useDebouncedValue, useMediaQuery } from '@mantine/hooks';
 import { useEffect, useRef, useState } from 'react';
+import type { SearchResult } from '../api/types.ts';
+import { Snippet } from '../components/Snippet.tsx';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
+import { openAtMessage } from '../stores/jump.ts';
 import { useConnections } from '../stores/connections.ts';
 import { useClient } from '../stores/session.ts';
 import { NewChat } from './NewChat.tsx';
 import { useThread } from '../stores/thread.ts';
 import { Thread } from './Thread.tsx';
+import { senderName } from './MessageBubble.tsx';
 
 /** Below this width the console shows one pane at a time. */
 export const PHONE_QUERY = '(max-width: 600px)';
@@ -20,6 +29,70 @@ export function formatTime(ts: number): string {
   return d.toDateString() === today.toDateString()
     ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
     : d.toLocaleDateString([], { month: 'short', day: 'numeric' });
+}
+
+/** Message hits shown under the chat list while it is filtered. */
+export const MESSAGE_HITS = 20;
+
+/**
+ * The search query for text typed in the filter: its last word matches as a prefix while it is being typed, as in
+ * WhatsApp Web ("lightho" finds "lighthouse"). Text that ends in a quote, an operator or an open phrase is sent as
+ * typed (the API's syntax: docs/api.md, Search).
+ */
+export function typedQuery(text: string): string {
+  const t = text.trim();
+  const openQuote = (t.match(/"/g) ?? []).length % 2 === 1;
+  return !openQuote && /[\p{L}\p{N}]$/u.test(t) ? `${t}*` : t;
+}
+
+/**
+ * The messages of `connectionId` that match `text` (most recent first), for the chat list's "Messages" section.
+ * None for an empty text, and none (quietly: the section is simply not shown) when the API refuses the text as a
+ * query (400, e.g. an unbalanced quote) or the request fails. The previous answer stays while the next one loads.
+ */
+function useMessageHits(connectionId: string | undefined, text: string): SearchResult[] {
+  const client = useClient();
+  const [answer, setAnswer] = useState<{ connectionId: string; text: string; hits: SearchResult[] } | null>(null);
+  useEffect(() => {
+    if (!connectionId || !text) return;
+    let current = true;
+    client.search(typedQuery(text), { connectionId, limit: MESSAGE_HITS }).then(
+      (page) => current && setAnswer({ connectionId, text, hits: page.results }),
+      () => current && setAnswer({ connectionId, text, hits: [] }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [client, connectionId, text]);
+  return answer && text && answer.connectionId === connectionId ? answer.hits : [];
+}
+
+/** One message hit: its chat's name (and the sender: "You", or a group member), the date, the snippet. */
+function MessageHit({ hit, onOpen }: { hit: SearchResult; onOpen: () => void }) {
+  const m = hit.message;
+  const sender = m.fromMe ? 'You: ' : m.chatId.endsWith('@g.us') ? `${senderName(m)}: ` : '';
+  return (
+    <UnstyledButton className="chat-item" w="100%" px="sm" py={8} onClick={onOpen} data-testid="message-hit" data-message-id={m.id}>
+      <Group justify="space-between" wrap="nowrap" gap="xs">
+        <Text fw={500} size="sm" truncate>
+          {hit.chatName ?? m.chatId.split('@')[0]}
+        </Text>
+        <Text size="xs" c="dimmed" style={{ flexShrink: 0 }}>
+          {formatTime(m.timestamp)}
+        </Text>
+      </Group>
+      <Snippet text={hit.snippet} size="xs" prefix={sender} />
+    </UnstyledButton>
+  );
+}
+
+/** A section heading of the filtered list ("Chats", "Messages"). */
+function SectionHeading({ id, children }: { id: string; children: string }) {
+  return (
+    <Text component="h2" id={id} size="xs" fw={700} tt="uppercase" c="dimmed" px="sm" pt="xs" pb={4} m={0}>
+      {children}
+    </Text>
+  );
 }
 
 export function ChatsView() {
@@ -33,6 +106,10 @@ export function ChatsView() {
   const listViewport = useRef<HTMLDivElement>(null);
   const connectionId = connection?.id;
   const online = connection?.status === 'online';
+  const text = debounced.trim();
+  const messageHits = useMessageHits(connectionId, text);
+  /** A message hit's chat, named by the hit while the filtered list may not hold it. */
+  const [hitChat, setHitChat] = useState<{ chatId: string; name: string } | null>(null);
 
   useEffect(() => {
     if (connectionId) void load(client, connectionId);
@@ -40,9 +117,10 @@ export function ChatsView() {
 
   // The filter is answered by the server over every chat, not only the pages loaded so far.
   useEffect(() => {
-    if (debounced.trim() !== useChats.getState().query) void setQuery(client, debounced.trim());
-  }, [client, debounced, setQuery]);
+    if (text !== useChats.getState().query) void setQuery(client, text);
+  }, [client, text, setQuery]);
   const shown = items;
+  const withMessages = messageHits.length > 0;
 
   if (!connection) return <Empty title="No connection selected">Create and link a connection first, then pick it at the top.</Empty>;
 
@@ -62,7 +140,7 @@ export function ChatsView() {
                 New chat
               </Button>
             </Group>
-            <TextInput size="xs" placeholder="Filter by name or number" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
+            <TextInput size="xs" placeholder="Search chats and messages" leftSection={<IconSearch size={14} />} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} aria-label="Filter chats" />
             <Switch size="xs" label="Unread only" checked={unreadOnly} onChange={(e) => void setUnreadOnly(client, e.currentTarget.checked)} data-testid="unread-only" />
           </Stack>
           <ScrollArea
@@ -75,18 +153,24 @@ export function ChatsView() {
             }}
             data-testid="chat-list-scroll"
           >
+            {withMessages && <SectionHeading id="chat-list-chats">Chats</SectionHeading>}
             {error && <ErrorState message={error} onRetry={() => void load(client, connection.id)} />}
             {loading && items.length === 0 && <Loading />}
-            {!loading && !error && shown.length === 0 && (
-              <Empty title={debounced.trim() ? 'No chats match' : unreadOnly ? 'No unread chats' : 'No chats yet'}>
-                {debounced.trim()
-                  ? `No chat's name or number contains “${debounced.trim()}”.`
+            {!loading && !error && shown.length === 0 && withMessages && (
+              <Text size="xs" c="dimmed" px="sm" pb="xs" data-testid="no-chats-match">
+                No chat's name or number contains “{text}”.
+              </Text>
+            )}
+            {!loading && !error && shown.length === 0 && !withMessages && (
+              <Empty title={text ? 'No chats match' : unreadOnly ? 'No unread chats' : 'No chats yet'}>
+                {text
+                  ? `No chat's name or number contains “${text}”.`
                   : connection.status === 'online'
                     ? 'Chats appear when messages arrive.'
                     : 'The connection is not online yet.'}
               </Empty>
             )}
-            <nav aria-label="Chats">
+            <nav {...(withMessages ? { 'aria-labelledby': 'chat-list-chats' } : { 'aria-label': 'Chats' })}>
               {shown.map((c) => (
                 <UnstyledButton
                   key={c.id}
@@ -131,6 +215,23 @@ export function ChatsView() {
                 </Button>
               </Group>
             )}
+            {withMessages && (
+              <>
+                <SectionHeading id="chat-list-messages">Messages</SectionHeading>
+                <nav aria-labelledby="chat-list-messages" data-testid="message-hits">
+                  {messageHits.map((h) => (
+                    <MessageHit
+                      key={h.message.id}
+                      hit={h}
+                      onOpen={() => {
+                        setHitChat({ chatId: h.message.chatId, name: h.chatName ?? h.message.chatId });
+                        openAtMessage(client, connection.id, h.message.chatId, h.message.id);
+                      }}
+                    />
+                  ))}
+                </nav>
+              </>
+            )}
           </ScrollArea>
         </Paper>
       </div>
@@ -140,7 +241,7 @@ export function ChatsView() {
             <Thread
               connectionId={connection.id}
               chatId={openChatId}
-              chatName={items.find((c) => c.id === openChatId)?.name ?? openChatId}
+              chatName={items.find((c) => c.id === openChatId)?.name ?? (hitChat?.chatId === openChatId ? hitChat.name : openChatId)}
               online={connection.status === 'online'}
               {...(narrow && { onBack: () => open(null) })}
             />

@@ -146,9 +146,11 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     const hit = highlightId ? messages.findIndex((m) => m.id === highlightId) : -1;
     const last = messages.at(-1);
     if (!last) {
-      // Another chat is opening: nothing is unseen in it yet.
+      // Another chat is opening (or the same one again, at a search hit): nothing is unseen in it yet, and its hit
+      // is scrolled to even when it is the one scrolled to last time.
       setUnseen(0);
       setAway(false);
+      scrolledTo.current = null;
     }
     if (hit !== -1 && scrolledTo.current !== highlightId) {
       // Opened from a search result: centre the message once; later pages load around it without moving it.
