@@ -110,7 +110,12 @@ export const HELD_TOO_LONG = 'held longer than the event retention while the web
 
 export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
 
-export function deliveriesRepo(db: Db) {
+/**
+ * @param locked runs a write of this repository's own (a transaction outside the store's `tx`/`ingest`) holding the
+ *   threads' write lock (store.ts `withWriteLock`): with session threads, a writer that found SQLite's lock taken
+ *   would otherwise sleep in SQLite's busy handler, in steps of up to 100 ms, with its event loop stopped.
+ */
+export function deliveriesRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
   const q = {
     insert: db.prepare(
       `INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, attempts,
@@ -206,7 +211,7 @@ export function deliveriesRepo(db: Db) {
      * @param want webhook id → how many rows it can take now
      */
     claim(want: ReadonlyMap<string, number>, now: number, leaseUntil: number): ClaimedDelivery[] {
-      return relaxedTransaction(db, () => {
+      return locked(() => relaxedTransaction(db, () => {
         const out: ClaimedDelivery[] = [];
         for (const [webhookId, limit] of want) {
           if (limit <= 0) continue;
@@ -224,12 +229,12 @@ export function deliveriesRepo(db: Db) {
           }
         }
         return out;
-      });
+      }));
     },
     /** Records many attempt outcomes in one transaction. */
     complete(outcomes: readonly DeliveryOutcome[]): void {
       if (outcomes.length === 0) return;
-      relaxedTransaction(db, () => {
+      locked(() => relaxedTransaction(db, () => {
         const now = nowIso();
         for (const o of outcomes) {
           if (o.kind === 'delivered') q.delivered.run({ id: o.id, now, status: o.status, response: o.response });
@@ -238,7 +243,7 @@ export function deliveriesRepo(db: Db) {
           else if (o.kind === 'release') q.release.run(o.id);
           else q.failed.run({ id: o.id, status: o.status, error: o.error, response: o.response });
         }
-      });
+      }));
     },
     /**
      * Returns leased rows to `pending` (due now) — all of them at boot (`all`: the previous process is gone), or
@@ -246,18 +251,22 @@ export function deliveriesRepo(db: Db) {
      */
     requeue(opts: { all: boolean; maxAttempts: number; now?: number }): { requeued: number; failed: number } {
       const params = { all: opts.all ? 1 : 0, maxAttempts: opts.maxAttempts, now: opts.now ?? Date.now() };
-      return db.transaction(() => ({
-        requeued: q.requeue.run(params).changes,
-        failed: q.failInterrupted.run(params).changes,
-      }))();
+      return locked(() =>
+        db.transaction(() => ({
+          requeued: q.requeue.run(params).changes,
+          failed: q.failInterrupted.run(params).changes,
+        }))(),
+      );
     },
     /**
      * Deletes finished deliveries created before `beforeIso`; returns how many. Rows a paused webhook held since
      * before `beforeIso` fail first (`HELD_TOO_LONG`): the retention bounds how long a pause holds events.
      */
     prune(beforeIso: string): number {
-      q.expireHeld.run({ before: beforeIso, error: HELD_TOO_LONG });
-      return q.prune.run(beforeIso).changes;
+      return locked(() => {
+        q.expireHeld.run({ before: beforeIso, error: HELD_TOO_LONG });
+        return q.prune.run(beforeIso).changes;
+      });
     },
     countOpen(): number {
       return (q.countOpen.get() as { n: number }).n;

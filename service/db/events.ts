@@ -16,7 +16,8 @@ export interface LoggedEvent {
 
 export type EventsRepo = ReturnType<typeof eventsRepo>;
 
-export function eventsRepo(db: Db) {
+/** @param locked see deliveriesRepo: the repository's own writes outside `tx` hold the threads' write lock. */
+export function eventsRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
   const q = {
     nextSeq: db.prepare(`UPDATE users SET last_event_seq = last_event_seq + 1 WHERE id = ? RETURNING last_event_seq AS seq`),
     insert: db.prepare(
@@ -94,7 +95,7 @@ export function eventsRepo(db: Db) {
     },
     /** Deletes events created before `beforeIso`, except those with undelivered webhook deliveries. */
     prune(beforeIso: string): number {
-      return q.prune.run(beforeIso).changes;
+      return locked(() => q.prune.run(beforeIso).changes);
     },
     lastSeq(userId: string): number {
       return (q.lastSeq.get(userId) as { seq: number } | undefined)?.seq ?? 0;

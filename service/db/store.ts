@@ -215,6 +215,23 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     } else run();
   }
 
+  /**
+   * Runs `fn`, a repository's own short write outside `tx`/`ingest` (the webhook dispatcher's claims and outcomes,
+   * retention), holding the threads' write lock when there is one and this store does not hold it already: it then
+   * waits for the session threads' commits in the lock, woken at once, instead of in SQLite's busy handler, which
+   * sleeps up to 100 ms at a time with this thread's event loop stopped (that made webhook deliveries lag by up to a
+   * second with sessions on threads).
+   */
+  function withWriteLock<T>(fn: () => T): T {
+    if (!writeLock || depth > 0 || batchOpen || db.inTransaction) return fn();
+    writeLock.acquire();
+    try {
+      return fn();
+    } finally {
+      writeLock.release();
+    }
+  }
+
   /** Runs `cb` once everything written so far is on disk: now, or after the open batch commits and syncs. */
   function whenDurable(cb: () => void): void {
     if (batchOpen) afterBatch.push(cb);
@@ -330,9 +347,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     /** The full-text index of messages (search.ts); written by `messages`, read by the search routes. */
     search,
     billing: billingRepo(db),
-    events: eventsRepo(db),
+    events: eventsRepo(db, withWriteLock),
     webhooks,
-    deliveries: deliveriesRepo(db),
+    deliveries: deliveriesRepo(db, withWriteLock),
     tx,
     ingest,
     beforeCommit,

@@ -1,0 +1,79 @@
+/**
+ * The threads' write lock (db/write-lock.ts) and the writes that must take it. With session threads, a writer that
+ * bypasses the lock finds SQLite's own lock taken by a thread's group commit and sleeps in SQLite's busy handler
+ * (up to 100 ms a step) with its event loop stopped: the webhook dispatcher's claims and outcomes did, and webhook
+ * deliveries lagged by up to a second (docs/scaling.md). Here a real worker thread holds the lock (only the lock, not
+ * SQLite's: a write that skips the lock would go through at once) and the test sees each write wait for it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../service/db/store.ts';
+import { WriteLock } from '../../service/db/write-lock.ts';
+
+const HOLD_MS = 300;
+
+/** A worker thread that takes the lock word, says so, holds it HOLD_MS, and lets go (as WriteLock.release does). */
+function holdLockInAnotherThread(buffer: SharedArrayBuffer): Promise<Worker> {
+  const worker = new Worker(
+    `const { workerData, parentPort, threadId } = require('node:worker_threads');
+     const word = new Int32Array(workerData.buffer, 0, 1);
+     if (Atomics.compareExchange(word, 0, 0, threadId + 1) !== 0) throw new Error('lock not free');
+     parentPort.postMessage('held');
+     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
+     Atomics.store(word, 0, 0);
+     Atomics.notify(word, 0, 1);`,
+    { eval: true, workerData: { buffer, holdMs: HOLD_MS } },
+  );
+  return new Promise((resolve, reject) => worker.once('message', () => resolve(worker)).once('error', reject));
+}
+
+describe('write lock', () => {
+  let dir: string | undefined;
+  let store: Store | undefined;
+  afterEach(() => {
+    store?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    store = dir = undefined;
+  });
+
+  const open = (buffer: SharedArrayBuffer) => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-lock-'));
+    store = openStore(dir, { writeLock: new WriteLock(buffer) });
+    return store;
+  };
+
+  it('blocks a writer until the holding thread lets go', async () => {
+    const buffer = new SharedArrayBuffer(4);
+    const lock = new WriteLock(buffer);
+    const holder = await holdLockInAnotherThread(buffer);
+    const started = performance.now();
+    lock.acquire();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(HOLD_MS * 0.8);
+    lock.release();
+    await holder.terminate();
+  });
+
+  // Each of the store's own writes outside tx/ingest that the main thread makes while session threads commit.
+  const writes: Array<[string, (s: Store) => unknown]> = [
+    ['deliveries.claim (the dispatcher)', (s) => s.deliveries.claim(new Map([['no-such-webhook', 10]]), Date.now(), Date.now() + 1_000)],
+    ['deliveries.complete (the dispatcher)', (s) => s.deliveries.complete([{ id: 'no-such-delivery', kind: 'release' }])],
+    ['deliveries.requeue (lease sweep)', (s) => s.deliveries.requeue({ all: false, maxAttempts: 5 })],
+    ['deliveries.prune (retention)', (s) => s.deliveries.prune(new Date(0).toISOString())],
+    ['events.prune (retention)', (s) => s.events.prune(new Date(0).toISOString())],
+    ['a tx', (s) => s.tx(() => s.users.ensure('u'))],
+  ];
+  for (const [name, write] of writes) {
+    it(`${name} waits for the lock instead of SQLite's busy handler`, async () => {
+      const buffer = new SharedArrayBuffer(4);
+      const s = open(buffer);
+      const holder = await holdLockInAnotherThread(buffer);
+      const started = performance.now();
+      write(s);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(HOLD_MS * 0.8);
+      await holder.terminate();
+    });
+  }
+});
