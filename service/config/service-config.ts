@@ -4,6 +4,7 @@
  * variable and file key belong to a setting is declared once, in config/settings-table.ts. Every value is checked
  * here, so the rest of the service trusts its config; a bad value is a ConfigError naming where it came from.
  */
+import { availableParallelism } from 'node:os';
 import { Secret } from '../secrets/secret.ts';
 import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from './billing-settings.ts';
 import { ConfigError } from './config-error.ts';
@@ -343,12 +344,11 @@ function parseName(s: Setting | undefined, fallback: string): string {
 }
 
 /**
- * Session worker threads when `--workers` is not given: 0, the sessions on the main thread. Thread mode passes the
- * whole suite and stores 100 connections x 10 msg/s where the main thread alone does not, but webhook deliveries of
- * rows a thread wrote lag by up to ~1 s at p99 (against ~10-35 ms in process), which breaks the webhook latency
- * promise; it becomes the default (os.availableParallelism()) once that is fixed (docs/scaling.md, What remains).
+ * Session worker threads when `--workers` is not given: the machine's available parallelism
+ * (`os.availableParallelism()`, at least 1), so the sessions use every core while the main thread keeps HTTP, the
+ * event stream and webhooks (docs/scaling.md). `--workers 0` keeps the sessions on the main thread.
  */
-export const DEFAULT_WORKERS = 0;
+export const DEFAULT_WORKERS = Math.max(1, availableParallelism());
 /** More threads than this gain nothing on any machine this runs on and cost ~70 MB each. */
 const MAX_WORKERS = 256;
 

@@ -199,7 +199,7 @@ export const SETTINGS = [
     env: 'SWITCHBOARD_WORKERS',
     kind: 'integer',
     arg: 'N',
-    default: '0',
+    default: "the machine's available parallelism (its core count)",
     description:
       'Session worker threads: N >= 1 runs the WhatsApp sessions on a pool of N threads while HTTP, the event stream ' +
       'and webhooks stay on the main thread; 0 keeps them on the main thread (docs/scaling.md).',

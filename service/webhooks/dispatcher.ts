@@ -380,7 +380,7 @@ export class WebhookDispatcher implements OutboxDrain {
       response = await readSnippet(res.body);
       if (status >= 200 && status < 300) return { id: d.id, kind: 'delivered', status, response };
       if (status === 410) {
-        this.#store.webhooks.update(d.webhookId, { active: false, disabledReason: 'Consumer answered 410 Gone' });
+        this.#store.atomic(() => this.#store.webhooks.update(d.webhookId, { active: false, disabledReason: 'Consumer answered 410 Gone' }));
         this.#log.warn({ webhookId: d.webhookId }, 'webhook deactivated: consumer answered 410 Gone');
         return { id: d.id, kind: 'failed', status, error: 'HTTP 410 Gone: webhook deactivated', response };
       }

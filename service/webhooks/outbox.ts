@@ -128,7 +128,7 @@ export class WebhookOutbox {
   /** Writes a new `pending` row that sends finished delivery `d` again, with its original `webhook-id`. */
   replay(d: DeliveryRow): DeliveryRow {
     const id = newDeliveryId();
-    this.#store.deliveries.insert({
+    this.#store.atomic(() => this.#store.deliveries.insert({
       id,
       webhookId: d.webhookId,
       userId: d.userId,
@@ -139,14 +139,14 @@ export class WebhookOutbox {
       status: 'pending',
       nextAttemptAt: Date.now(),
       replayOf: d.id,
-    });
+    }));
     this.#drain?.wake();
     return this.#store.deliveries.get(id)!;
   }
 
   /** Deletes webhook `id`; its outbox rows go with it (ON DELETE CASCADE) and the drain lets go of it. */
   deleteWebhook(id: string): boolean {
-    const deleted = this.#store.webhooks.delete(id);
+    const deleted = this.#store.atomic(() => this.#store.webhooks.delete(id));
     this.#drain?.deleted(id);
     return deleted;
   }

@@ -114,7 +114,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   /** Stores a new connection for `userId` and starts its session (status `starting`). */
   function create(userId: string, name: string | null): Connection {
-    const row = store.connections.insert({ id: randomUUID(), userId, name, workerId });
+    const row = store.atomic(() => store.connections.insert({ id: randomUUID(), userId, name, workerId }));
     engine.start(row.id);
     return reread(row.id);
   }
@@ -169,10 +169,12 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     async (request) => {
       const c = request.connection;
       const { name, rejectCalls, rejectCallsMessage } = request.body;
-      if (name !== undefined) store.connections.rename(c.id, name);
-      if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
-        store.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);
-      }
+      store.atomic(() => {
+        if (name !== undefined) store.connections.rename(c.id, name);
+        if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
+          store.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);
+        }
+      });
       return reread(c.id);
     },
   );

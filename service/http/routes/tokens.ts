@@ -63,7 +63,7 @@ export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, li
       const token = store.tokens.get(request.params.id);
       if (!token || token.revokedAt !== null) throw notFound('Token not found');
       if (token.userId !== request.user.id) throw forbidden('Token belongs to another user');
-      store.tokens.revoke(token.id);
+      store.atomic(() => store.tokens.revoke(token.id));
       live.revokeToken(token.id);
       return { success: true as const };
     },

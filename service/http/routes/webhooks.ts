@@ -180,7 +180,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
       const c = request.connection;
       checkEvents(request.body.events);
       const url = await checkUrl(request.body.url);
-      const row = store.webhooks.insert({
+      const row = store.atomic(() => store.webhooks.insert({
         id: randomUUID(),
         userId: c.userId,
         connectionId: c.id,
@@ -188,7 +188,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
         events: request.body.events,
         secret: generateSigningSecret(),
         active: request.body.active ?? true,
-      });
+      }));
       return reply.code(201).send(toWebhook(row));
     },
   );
@@ -201,11 +201,13 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
       const { url, events, active } = request.body;
       checkEvents(events);
       const checked = url === undefined ? undefined : await checkUrl(url);
-      const row = store.webhooks.update(w.id, {
-        ...(checked !== undefined && { url: checked }),
-        ...(events !== undefined && { events }),
-        ...(active !== undefined && { active }),
-      });
+      const row = store.atomic(() =>
+        store.webhooks.update(w.id, {
+          ...(checked !== undefined && { url: checked }),
+          ...(events !== undefined && { events }),
+          ...(active !== undefined && { active }),
+        }),
+      );
       if (!row) throw notFound('Webhook not found');
       if (active) outbox.wake(); // resumes its pending deliveries
       return toWebhook(row);
