@@ -7,6 +7,7 @@
 import { MantineProvider } from '@mantine/core';
 import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import type { ReactNode } from 'react';
+import { installDomShims } from './dom-shims.tsx';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient, ApiError } from '../../renderer/src/api/client.ts';
 import type { Connection, Message, MessagePage } from '../../renderer/src/api/types.ts';
@@ -18,13 +19,7 @@ import { MessageBubble } from '../../renderer/src/views/MessageBubble.tsx';
 import { MessageList } from '../../renderer/src/views/Thread.tsx';
 
 beforeAll(() => {
-  // jsdom lacks these browser APIs that Mantine touches.
-  window.matchMedia ??= ((q: string) => ({ matches: false, media: q, onchange: null, addEventListener() {}, removeEventListener() {}, addListener() {}, removeListener() {}, dispatchEvent: () => false })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
+  installDomShims();
 });
 afterEach(() => cleanup());
 

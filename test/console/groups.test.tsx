@@ -7,6 +7,7 @@
 import { MantineProvider } from '@mantine/core';
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import type { ReactNode } from 'react';
+import { installDomShims } from './dom-shims.tsx';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../renderer/src/api/client.ts';
 import type { GroupInfo, Message, MessagePage } from '../../renderer/src/api/types.ts';
@@ -16,15 +17,7 @@ import { mentionsIn } from '../../renderer/src/views/GroupInfo.tsx';
 import { Thread } from '../../renderer/src/views/Thread.tsx';
 
 beforeAll(() => {
-  window.matchMedia ??= ((q: string) => ({ matches: false, media: q, onchange: null, addEventListener() {}, removeEventListener() {}, addListener() {}, removeListener() {}, dispatchEvent: () => false })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
-  Element.prototype.scrollIntoView ??= () => undefined;
-  // The composer's autosizing textarea listens for font loads.
-  if (!('fonts' in document)) Object.defineProperty(document, 'fonts', { value: new EventTarget() });
+  installDomShims();
 });
 afterEach(() => cleanup());
 

@@ -11,19 +11,14 @@
 import { notifications } from '@mantine/notifications';
 import { act, cleanup, render, screen } from '@testing-library/react';
 import ts from 'typescript';
+import { installDomShims } from './dom-shims.tsx';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DesktopBridge, ServiceNotice } from '../../renderer/src/api/desktop.ts';
 import { App } from '../../renderer/src/App.tsx';
 import preloadSource from '../../preload/index.cts?raw';
 
 beforeAll(() => {
-  // jsdom lacks these browser APIs that Mantine touches.
-  window.matchMedia ??= ((q: string) => ({ matches: false, media: q, onchange: null, addEventListener() {}, removeEventListener() {}, addListener() {}, removeListener() {}, dispatchEvent: () => false })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
+  installDomShims();
 });
 afterEach(() => {
   cleanup();

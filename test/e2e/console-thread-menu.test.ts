@@ -11,7 +11,7 @@ import path from 'node:path';
 import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { launchConsole, signIn, CHROMIUM } from '../helpers/chromium.ts';
 import { PNG } from 'pngjs';
-import yauzl from 'yauzl';
+import { unzip } from '../helpers/zip.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -42,30 +42,6 @@ function pngBytes(): Buffer {
 }
 
 /** Every entry of a ZIP. */
-async function unzip(bytes: Buffer): Promise<Map<string, Buffer>> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.fromBuffer(bytes, { lazyEntries: true }, (err, z) => (err ? reject(err) : resolve(z))),
-  );
-  const entries = new Map<string, Buffer>();
-  await new Promise<void>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      zip.openReadStream(entry, (err, stream) => {
-        if (err) return reject(err);
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          entries.set(entry.fileName, Buffer.concat(chunks));
-          zip.readEntry();
-        });
-        stream.on('error', reject);
-      });
-    });
-    zip.on('end', resolve);
-    zip.on('error', reject);
-    zip.readEntry();
-  });
-  return entries;
-}
 
 describe.skipIf(!haveChromium)('console: delete for everyone, forward, export chat', { timeout: 120_000 }, () => {
   let s: SandboxService;

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../helpers/chromium.ts';
 import { PNG } from 'pngjs';
-import yauzl from 'yauzl';
+import { unzip } from '../helpers/zip.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { saveShot } from '../helpers/screenshots.ts';
@@ -31,32 +31,6 @@ function pngBytes(): Buffer {
   return PNG.sync.write(png);
 }
 const pdfBytes = () => Buffer.concat([Buffer.from('%PDF-1.4\n% search export test\n'), Buffer.alloc(5000, 9), Buffer.from('\n%%EOF\n')]);
-
-/** Every entry of a ZIP (read with yauzl from the bytes the API sent). */
-async function unzip(bytes: Buffer): Promise<Map<string, Buffer>> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.fromBuffer(bytes, { lazyEntries: true }, (err, z) => (err ? reject(err) : resolve(z))),
-  );
-  const entries = new Map<string, Buffer>();
-  await new Promise<void>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      zip.openReadStream(entry, (err, stream) => {
-        if (err) return reject(err);
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          entries.set(entry.fileName, Buffer.concat(chunks));
-          zip.readEntry();
-        });
-        stream.on('error', reject);
-      });
-    });
-    zip.on('end', resolve);
-    zip.on('error', reject);
-    zip.readEntry();
-  });
-  return entries;
-}
 
 describe('search, surroundings and export through the sandbox', () => {
   let s: SandboxService;
