@@ -64,7 +64,7 @@ const LAST_USED_RESOLUTION_MS = 60_000;
  * next request. Records use at most once a minute.
  */
 export function apiTokenVerifier(
-  store: Pick<Store, 'tokens' | 'users'>,
+  store: Pick<Store, 'tokens' | 'users' | 'atomic'>,
   now: () => Date = () => new Date(),
 ): CredentialVerifier {
   return {
@@ -75,7 +75,7 @@ export function apiTokenVerifier(
       if (!found || found.userDisabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
       const at = now();
       if (!found.lastUsedAt || at.getTime() - Date.parse(found.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
-        store.tokens.touch(found.tokenId, at.toISOString());
+        store.atomic(() => store.tokens.touch(found.tokenId, at.toISOString())); // holds the threads' write lock
       }
       return { id: found.userId, name: found.userName, credential: { kind: 'api-token', tokenId: found.tokenId } };
     },
