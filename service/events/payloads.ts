@@ -89,17 +89,23 @@ export const MessagePayloadSchema = Type.Object(
   closed,
 );
 
+/** One of the connection statuses (db/connections.ts). */
+const ConnectionStatus = (options?: { description: string }) => Type.Union(CONNECTION_STATUSES.map((s) => Type.Literal(s)), options);
+
 const MessageRef = {
   id: Type.String({ description: 'The Message id' }),
   chatId: Type.String(),
 };
 
-/** Every event type and its payload schema. Keys are the types webhooks subscribe to (http/routes/webhooks.ts). */
+/**
+ * Every event type and its payload schema, in the order the types are listed to clients (the webhook `events`
+ * description, the console's pickers): the keys are the types webhooks subscribe to (http/routes/webhooks.ts).
+ */
 export const EVENT_PAYLOAD_SCHEMAS = {
   'session.status': Type.Object(
     {
-      status: Type.Union(CONNECTION_STATUSES.map((s) => Type.Literal(s))),
-      previous: Nullable(Type.Union(CONNECTION_STATUSES.map((s) => Type.Literal(s)), { description: 'null when re-announced' })),
+      status: ConnectionStatus(),
+      previous: Nullable(ConnectionStatus({ description: 'null when re-announced' })),
       reason: Nullable(Type.String({ description: 'Why, in words (e.g. `deleted`, `logged out on the phone`)' })),
     },
     { ...closed, description: 'A connection’s status changed' },
@@ -111,10 +117,6 @@ export const EVENT_PAYLOAD_SCHEMAS = {
   'message.sent': Type.Object(MessagePayloadSchema.properties, {
     ...closed,
     description: 'An own message was stored (`fromMe` true): sent through this API or from another of the account’s devices',
-  }),
-  'message.waiting': Type.Object(MessagePayloadSchema.properties, {
-    ...closed,
-    description: 'A message that could not be decrypted yet (`kind` undecryptable); a `message` with the same id follows when it is',
   }),
   'message.ack': Type.Object(
     { ...MessageRef, ack: Type.Integer({ minimum: 0, maximum: 5, description: '0 error, 1 pending, 2 server, 3 delivered, 4 read, 5 played' }) },
@@ -142,10 +144,28 @@ export const EVENT_PAYLOAD_SCHEMAS = {
     },
     { ...closed, description: 'A stored message’s text was edited by its sender' },
   ),
+  'call.received': Type.Object(
+    { callId: Type.String(), from: Jid('The caller'), isVideo: Type.Boolean(), isGroup: Type.Boolean(), timestamp: UnixSeconds() },
+    { ...closed, description: 'An incoming call is ringing' },
+  ),
+  'call.ended': Type.Object(
+    {
+      callId: Type.String(),
+      from: Jid('The caller'),
+      reason: Type.Union(['ended', 'rejected', 'accepted', 'missed'].map((r) => Type.Literal(r)), {
+        description: 'ended by the caller, rejected (here or automatically), accepted on another device, missed',
+      }),
+    },
+    { ...closed, description: 'An incoming call is over' },
+  ),
   'message.revoked': Type.Object(
     { ...MessageRef, from: Jid('The message’s sender'), fromMe: Type.Boolean() },
     { ...closed, description: 'A stored message was deleted for everyone' },
   ),
+  'message.waiting': Type.Object(MessagePayloadSchema.properties, {
+    ...closed,
+    description: 'A message that could not be decrypted yet (`kind` undecryptable); a `message` with the same id follows when it is',
+  }),
   'poll.vote': Type.Object(
     {
       id: Type.String({ description: 'The poll message’s id' }),
@@ -182,20 +202,6 @@ export const EVENT_PAYLOAD_SCHEMAS = {
       by: Nullable(Jid('Who did it, when known')),
     },
     { ...closed, description: 'Members were added, removed, promoted or demoted' },
-  ),
-  'call.received': Type.Object(
-    { callId: Type.String(), from: Jid('The caller'), isVideo: Type.Boolean(), isGroup: Type.Boolean(), timestamp: UnixSeconds() },
-    { ...closed, description: 'An incoming call is ringing' },
-  ),
-  'call.ended': Type.Object(
-    {
-      callId: Type.String(),
-      from: Jid('The caller'),
-      reason: Type.Union(['ended', 'rejected', 'accepted', 'missed'].map((r) => Type.Literal(r)), {
-        description: 'ended by the caller, rejected (here or automatically), accepted on another device, missed',
-      }),
-    },
-    { ...closed, description: 'An incoming call is over' },
   ),
   'webhook.test': Type.Object(
     { webhookId: Type.String(), message: Type.String() },

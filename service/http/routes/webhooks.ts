@@ -12,8 +12,7 @@ import type { Store } from '../../db/store.ts';
 import type { WebhookRow } from '../../db/webhooks.ts';
 import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
-import { TEST_EVENT } from '../../webhooks/outbox.ts';
-import type { EventType } from '../../events/payloads.ts';
+import { EVENT_PAYLOAD_SCHEMAS, type EventType } from '../../events/payloads.ts';
 import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
 import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -21,23 +20,7 @@ import { EVENT_PAYLOAD } from '../openapi.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Event types a webhook can subscribe to today (each with its payload schema); `*` subscribes to all (including future ones). */
-export const WEBHOOK_EVENT_TYPES = [
-  'session.status',
-  'message',
-  'message.sent',
-  'message.ack',
-  'message.reaction',
-  'message.edited',
-  'call.received',
-  'call.ended',
-  'message.revoked',
-  'message.waiting',
-  'poll.vote',
-  'presence.update',
-  'group.update',
-  'group.participants',
-  TEST_EVENT,
-] as const satisfies readonly EventType[];
+export const WEBHOOK_EVENT_TYPES = Object.keys(EVENT_PAYLOAD_SCHEMAS) as EventType[];
 
 export const WebhookSchema = Type.Object({
   id: Type.String(),
