@@ -223,7 +223,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * second with sessions on threads).
    */
   function withWriteLock<T>(fn: () => T): T {
-    if (!writeLock || depth > 0 || batchOpen || db.inTransaction) return fn();
+    if (!writeLock || db.inTransaction) return fn(); // inside tx/ingest/a batch this thread holds the lock already
     writeLock.acquire();
     try {
       return fn();

@@ -45,13 +45,12 @@ export type WebhookStateName = 'active' | 'failing' | 'paused' | 'disabled';
 
 /**
  * What a webhook's state is, told apart: paused by the operator; disabled by the service (410, with its reason);
- * failing — active, but its latest outcome (see latestOutcome) is a delivery that gave up (`failed`) or is waiting
- * to be retried after a failed attempt (`pending` with `lastError`); else active.
+ * failing — active, but its latest outcome (`latest`, the latestOutcome of its log) is not a delivery: one that gave
+ * up or waits to be retried after a failed attempt; else active.
  */
 export function webhookState(w: Webhook, latest?: WebhookDelivery): WebhookStateName {
   if (!w.active) return w.disabledReason ? 'disabled' : 'paused';
-  if (latest && (latest.status === 'failed' || (latest.status === 'pending' && latest.lastError !== null))) return 'failing';
-  return 'active';
+  return latest && latest.status !== 'delivered' ? 'failing' : 'active';
 }
 
 /** Badge colours of the webhook states: each its own. */
