@@ -12,7 +12,8 @@
  *   POST /accounts/:phoneNumber/devices/:deviceId/disconnect { code } → 204 | 400 | 404 | 409 `Device is not
  *                                           connected` — drop its connection as the server would: 428 silent
  *                                           close, 440 conflict/replaced, else <stream:error code> (extra)
- *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded
+ *   POST /accounts/:phoneNumber/scan { qr } → 200 { jid, lid, deviceId } once pairing succeeded (qr: rc14's five-field
+ *                                            `…linked_devices#` form or older Baileys' four fields, pairing.ts)
  *                                            | 400 (bad/unknown/rotated QR) | 404 | 409 | 502 | 504
  *   POST /accounts/:phoneNumber/link-code { code } → 200 { jid, lid, deviceId } once that phone entered the code a
  *                                            companion showed ("Link with phone number instead") and pairing

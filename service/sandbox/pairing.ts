@@ -70,11 +70,18 @@ interface ParsedQr {
   advSecret: Buffer;
 }
 
+/**
+ * The fields of a linking QR, in either form a phone accepts: rc14's `https://wa.me/settings/linked_devices#` +
+ * `ref,noiseKey,identityKey,advSecret,platformId` (`lib/Utils/companion-reg-client-utils.js buildPairingQRData`), or
+ * the four fields `ref,noiseKey,identityKey,advSecret` that Baileys 6 shows (`Socket/socket.js genPairQR`,
+ * no URL prefix, no platform id). Keys are standard base64 of 32 bytes; undefined for anything else.
+ */
 function parseQr(qr: string): ParsedQr | undefined {
-  const body = qr.trim().startsWith(QR_PREFIX) ? qr.trim().slice(QR_PREFIX.length) : qr.trim();
+  const text = qr.trim();
+  const body = text.startsWith(QR_PREFIX) ? text.slice(QR_PREFIX.length) : text;
   const parts = body.split(',');
-  if (parts.length !== 5) return undefined;
-  const [ref, noise, ident, adv] = parts as [string, string, string, string, string];
+  if (parts.length !== 4 && parts.length !== 5) return undefined;
+  const [ref, noise, ident, adv] = parts as [string, string, string, string];
   const noiseKey = Buffer.from(noise, 'base64');
   const identityKey = Buffer.from(ident, 'base64');
   const advSecret = Buffer.from(adv, 'base64');
