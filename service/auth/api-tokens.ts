@@ -6,13 +6,15 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import type { Store } from '../db/store.ts';
+import { API_TOKEN_FORMAT } from '../secrets/credentials.ts';
 import type { TokenRecord, TokensRepo } from '../db/tokens.ts';
 import { AUTH_MESSAGES, unauthorized, type CredentialVerifier } from './authenticate.ts';
 
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-export const TOKEN_PREFIX = 'wh_';
-const BODY_LENGTH = 43; // ceil(256 bits / log2(62))
-const CHECK_LENGTH = 6;
+// The format is defined with the log redaction that recognises it (secrets/credentials.ts).
+const ALPHABET = API_TOKEN_FORMAT.alphabet;
+export const TOKEN_PREFIX = API_TOKEN_FORMAT.prefix;
+const BODY_LENGTH = API_TOKEN_FORMAT.bodyLength; // ceil(256 bits / log2(62))
+const CHECK_LENGTH = API_TOKEN_FORMAT.checkLength;
 
 function base62(n: bigint, width: number): string {
   let out = '';

@@ -4,17 +4,37 @@
  * per line, for log collectors) and `pretty` (pino-pretty's human-readable lines, formatted synchronously in this
  * thread — no worker transport). `auto` (the default) is `pretty` when stderr is a terminal, else `json`.
  */
-import { destination, pino, type Logger } from 'pino';
+import { destination, pino, stdSerializers, type Logger, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
+import { redactCredentials, REDACTED } from '../secrets/credentials.ts';
 import type { LogFormat, LogLevel } from './service-config.ts';
 
-const REDACT = {
-  paths: ['token', '*.token', 'authorization', '*.authorization', '*.headers.authorization', '*.headers.cookie'],
-  censor: '[redacted]',
+/**
+ * What keeps credentials out of the lines: fields named like one are censored; an error's `rawPacket` (the bytes of
+ * a request Node's HTTP parser refused, headers and all, which Fastify logs at trace) is left out; and every line,
+ * whatever logged it (a worker thread, Fastify, Baileys), is cleaned of anything shaped like an API token or a JWT
+ * before it is written, also percent-encoded (secrets/credentials.ts).
+ */
+const OPTIONS: LoggerOptions = {
+  redact: {
+    paths: ['token', '*.token', 'authorization', '*.authorization', '*.headers.authorization', '*.headers.cookie'],
+    censor: REDACTED,
+  },
+  serializers: {
+    err: (err: unknown) => {
+      const out = stdSerializers.err(err as Error) as unknown;
+      if (out && typeof out === 'object' && 'rawPacket' in out) (out as Record<string, unknown>).rawPacket = REDACTED;
+      return out;
+    },
+  },
+  hooks: { streamWrite: redactCredentials },
 };
 
 /** `json` or `pretty` for `format`; `auto` looks at whether stderr is a terminal (`isTty`). */
-export function effectiveLogFormat(format: LogFormat = 'auto', isTty = process.stderr.isTTY === true): 'json' | 'pretty' {
+export function effectiveLogFormat(
+  format: LogFormat = 'auto',
+  isTty = process.stderr.isTTY === true,
+): 'json' | 'pretty' {
   if (format !== 'auto') return format;
   return isTty ? 'pretty' : 'json';
 }
@@ -29,7 +49,7 @@ export function createLogger(level: LogLevel, format: LogFormat = 'auto'): Logge
       translateTime: 'SYS:HH:MM:ss.l',
       ignore: 'pid,hostname',
     });
-    return pino({ level, redact: REDACT }, stream);
+    return pino({ ...OPTIONS, level }, stream);
   }
-  return pino({ level, redact: REDACT }, destination({ fd: 2, sync: true }));
+  return pino({ ...OPTIONS, level }, destination({ fd: 2, sync: true }));
 }

@@ -128,6 +128,24 @@ describe('authentication', () => {
       await api.request('GET', `/ws?${query}`);
       await api.request('GET', `/connections?${query}`, { token: alice.token });
     }
+    // Anywhere else in the URL, recognised by its shape (issue 25): a path segment, any parameter name,
+    // percent-encoded; and in headers other than Authorization. (test/integration/log-leak.test.ts: a real process.)
+    const encoded = [...Buffer.from(alice.token)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+    for (const route of [
+      `/connections/${alice.token}`,
+      `/connections/${encoded}`,
+      `/connections?access_token=${alice.token}`,
+      `/connections?foo=${alice.token}`,
+      `/connections?token[]=${alice.token}`,
+      `/connections?to%00ken=${alice.token}`,
+      `/connections?foo=${encoded}`,
+      `/connections?foo=${encoded.replace(/%/g, '%25')}`,
+    ]) {
+      await api.request('GET', route, { token: alice.token });
+    }
+    await api.request('GET', '/connections', {
+      headers: { 'x-api-key': alice.token, cookie: `session=${alice.token}` },
+    });
     const logs = api.logs();
     expect(logs).toContain('request completed');
     expect(logs).toContain('token=[redacted]');

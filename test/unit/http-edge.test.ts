@@ -2,10 +2,12 @@
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
+import { generateToken } from '../../service/auth/api-tokens.ts';
 import { bearerToken } from '../../service/auth/authenticate.ts';
 import { formatTable } from '../../service/cli/token.ts';
 import { redactUrl } from '../../service/http/plugins/request-log.ts';
 import { typeBoxValidatorCompiler } from '../../service/http/validation.ts';
+import { redactCredentials } from '../../service/secrets/credentials.ts';
 
 describe('bearerToken', () => {
   it.each([
@@ -50,6 +52,56 @@ describe('redactUrl', () => {
   ])('%s → %s', (url, redacted) => {
     expect(redactUrl(url)).toBe(redacted);
     expect(redactUrl(url)).not.toContain('wh_');
+  });
+});
+
+describe('credentials by shape (redactUrl, redactCredentials)', () => {
+  const token = generateToken();
+  const pct = (s: string) =>
+    [...Buffer.from(s)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  const jwt = `eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.${'s'.repeat(40)}`;
+
+  it.each([
+    [`/api/connections/${token}`, '/api/connections/[redacted]'],
+    [`/api/connections/${token}/messages?limit=5`, '/api/connections/[redacted]/messages?limit=5'],
+    [`/api/connections?access_token=${token}`, '/api/connections?access_token=[redacted]'],
+    [`/api/connections?foo=${token}&limit=2`, '/api/connections?foo=[redacted]&limit=2'],
+    [`/api/connections?token[]=${token}`, '/api/connections?token[]=[redacted]'],
+    [`/api/connections?to%00ken=${token}`, '/api/connections?to%00ken=[redacted]'],
+    [`/api/connections?${token}`, '/api/connections?[redacted]'],
+    [`/api/connections?foo=${pct(token)}`, '/api/connections?foo=[redacted]'],
+    [`/api/connections?foo=${pct(token).toLowerCase()}`, '/api/connections?foo=[redacted]'],
+    [`/api/connections?foo=${pct(token).replace(/%/g, '%25')}`, '/api/connections?foo=[redacted]'],
+    [`/api/connections?foo=wh%5F${token.slice(3)}`, '/api/connections?foo=[redacted]'],
+    [`/api/connections/${pct(token)}`, '/api/connections/[redacted]'],
+    [`/api/connections?foo=x${token}y`, '/api/connections?foo=x[redacted]y'],
+    [`/api/connections/${jwt}`, '/api/connections/[redacted]'],
+  ])('%s → %s', (url, redacted) => {
+    expect(redactUrl(url)).toBe(redacted);
+  });
+
+  it('needs the whole shape; a valid checksum is not required, other text is left alone', () => {
+    const mistyped = token.slice(0, 10) + (token[10] === 'a' ? 'b' : 'a') + token.slice(11);
+    expect(redactCredentials(`x ${mistyped} y`)).toBe('x [redacted] y');
+    const short = token.slice(0, -1);
+    for (const text of [
+      short,
+      `/api/connections/${'a'.repeat(60)}`,
+      '/api/ws?after=%20x',
+      'wh_',
+      `WH_${token.slice(3)}`,
+    ]) {
+      expect(redactCredentials(text)).toBe(text);
+    }
+  });
+
+  it('finds one in the JSON of a Buffer', () => {
+    const line = JSON.stringify({
+      err: { rawPacket: Buffer.from(`GET / HTTP/1.1\r\nX-Api-Key: ${token}\r\n`), other: Buffer.from('ok') },
+    });
+    expect(redactCredentials(line)).toBe(
+      JSON.stringify({ err: { rawPacket: '[redacted]', other: Buffer.from('ok') } }),
+    );
   });
 });
 
@@ -109,7 +161,16 @@ describe('typeBoxValidatorCompiler', () => {
       inner: Type.Optional(Type.Object({ on: Type.Boolean({ default: true }) })),
       list: Type.Optional(Type.Array(Type.String(), { default: [] })),
     });
-    const inputs = [{}, { limit: 3 }, { limit: null }, { flag: true }, { n: 2, extra: 'x' }, { inner: {} }, { inner: { on: false } }, { list: ['a'] }];
+    const inputs = [
+      {},
+      { limit: 3 },
+      { limit: null },
+      { flag: true },
+      { n: 2, extra: 'x' },
+      { inner: {} },
+      { inner: { on: false } },
+      { list: ['a'] },
+    ];
     for (const schema of [query, nested]) {
       for (const input of inputs) {
         const expected = Value.Default(schema, structuredClone(input));

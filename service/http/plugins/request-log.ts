@@ -1,12 +1,15 @@
 /**
  * Request logging: one line per response with method, path, status and duration. Replaces Fastify's own
- * request logs so nothing secret is written: query tokens are redacted and headers and bodies are never logged.
+ * request logs so nothing secret is written: credentials in the URL are redacted and headers and bodies are never logged.
  */
 import type { FastifyInstance } from 'fastify';
+import { redactCredentials } from '../../secrets/credentials.ts';
 
 /** Decodes `%XX` escapes byte by byte and `+` as a space; never throws (a bad escape stays as it is). */
 function lenientDecode(text: string): string {
-  return text.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return text
+    .replace(/\+/g, ' ')
+    .replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 /** True when a query parameter (`key=value` as sent) names a token in any spelling, or hides one in its key. */
@@ -22,12 +25,18 @@ function isTokenParameter(segment: string): boolean {
 }
 
 /**
- * `url` with every `token` query parameter redacted, however it is spelled: any case (`TOKEN=`), percent-encoded
- * names (`%74oken=`), an encoded `=` that puts the secret into the name (`token%3Dwh_…`), repeated parameters, and
- * `;` as well as `&` between parameters. `token=…` becomes `token=[redacted]` (the name as sent); a parameter with
- * no literal `=` becomes `[redacted]`. Other parameters (`mytoken=`) are left alone.
+ * `url` with every credential redacted: anything shaped like an API token or a JWT wherever it is (a path segment,
+ * any parameter's name or value, percent-encoded or not: secrets/credentials.ts), and every `token` query parameter,
+ * whatever its value, however it is spelled: any case (`TOKEN=`), percent-encoded names (`%74oken=`), an encoded
+ * `=` that puts the secret into the name (`token%3Dwh_…`), repeated parameters, and `;` as well as `&` between
+ * parameters. `token=…` becomes `token=[redacted]` (the name as sent); a parameter with no literal `=` becomes
+ * `[redacted]`. Other parameters (`mytoken=`) keep values that are not credentials.
  */
 export function redactUrl(url: string): string {
+  return redactCredentials(redactTokenParameters(url));
+}
+
+function redactTokenParameters(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const query = url
