@@ -8,7 +8,7 @@
  * | media | session-media.ts | the download queue of incoming media, on-request downloads |
  * | acks | session-acks.ts | waits for the server's `<ack class="message">` of sent messages |
  * | contacts | session-contacts.ts | contact writes (deduplicated), the LID ↔ PN mapping, the message model's context |
- * | groups | session-groups.ts | the group metadata cache and group events |
+ * | groups | session-groups.ts | the group metadata cache, group events, the query for a group first seen through a message |
  *
  * The session wires them together (the lifecycle's hooks, the event dispatch) and is the only way the engine acts on
  * a connection: it calls methods (`send`, `read`, `presence`, group and block-list operations, …), never the socket.
@@ -16,6 +16,7 @@
  */
 import {
   generateMessageIDV2,
+  proto,
   type AnyMessageContent,
   type BaileysEventMap,
   type GroupMetadata,
@@ -54,6 +55,22 @@ export interface SessionDeps extends LifecycleOptions {
   downloadStatusMedia?: boolean;
   /** Baileys `contacts.update` batches (profiles.ts drops a cached picture when a contact changes it). */
   onContactsUpdate?: (session: Session, updates: BaileysEventMap['contacts.update']) => void;
+}
+
+/**
+ * The group chats that `messages` prove the account is in: those of real messages, decrypted or not (a CIPHERTEXT
+ * stub), not the stubs Baileys makes of group notifications (created, left, removed, renamed…), which the group
+ * handlers deal with.
+ */
+function groupChatsOf(messages: WAMessage[]): string[] {
+  const out: string[] = [];
+  for (const m of messages) {
+    const jid = m.key.remoteJid;
+    if (!jid?.endsWith('@g.us')) continue;
+    if (m.messageStubType && m.messageStubType !== proto.WebMessageInfo.StubType.CIPHERTEXT) continue;
+    out.push(jid);
+  }
+  return out;
 }
 
 export class Session {
@@ -103,13 +120,23 @@ export class Session {
         this.#ingest.dropHistoryHolds(release);
         this.#acks.settleAll('closed');
       },
-      unlinked: () => this.#groups.cache.clear(), // the next account linked here may be in other groups
+      unlinked: () => {
+        this.#groups.cache.clear(); // the next account linked here may be in other groups
+        this.#groups.forgetSeen();
+      },
       cachedGroupMetadata: (jid) => this.#groups.cache.get(jid),
     });
     const me = () => this.#lifecycle.me;
     const socket = () => this.#lifecycle.socket;
     this.#contacts = new SessionContacts(store, connectionId, me);
-    this.#media = new SessionMedia({ store, media: deps.media, connectionId, log, dispatcher: deps.mediaDispatcher, socket });
+    this.#media = new SessionMedia({
+      store,
+      media: deps.media,
+      connectionId,
+      log,
+      dispatcher: deps.mediaDispatcher,
+      socket,
+    });
     this.#acks = new ServerAcks({ store, events: deps.events, connectionId, userId, log });
     this.#groups = new SessionGroups({
       store,
@@ -135,7 +162,14 @@ export class Session {
       gate: () => this.#lifecycle.gate,
       historyDone: () => this.#lifecycle.historyDone(),
     });
-    this.calls = new CallBook({ store, events: deps.events, logger: deps.logger, connectionId, userId, toPn: (jid) => this.#contacts.toPn(jid) });
+    this.calls = new CallBook({
+      store,
+      events: deps.events,
+      logger: deps.logger,
+      connectionId,
+      userId,
+      toPn: (jid) => this.#contacts.toPn(jid),
+    });
   }
 
   // ---- lifecycle ---------------------------------------------------------------------------------------
@@ -216,12 +250,15 @@ export class Session {
     if (events['contacts.upsert']) ingest.onContacts(events['contacts.upsert']);
     if (events['contacts.update']) ingest.onContacts(events['contacts.update']);
     if (events['contacts.update']) this.#onContactsUpdate?.(this, events['contacts.update']);
-    if (events['messages.upsert']) ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
+    if (events['messages.upsert'])
+      ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
     if (events['presence.update']) ingest.onPresence(events['presence.update']);
     if (events['groups.upsert']) groups.onUpsert(events['groups.upsert']);
     if (events['groups.update']) groups.onUpdate(events['groups.update']);
     if (events['group-participants.update']) groups.onParticipants(sock, events['group-participants.update']);
+    // a group known only from its messages (its creation notification missed) is asked for once, in the background
+    if (events['messages.upsert']) groups.onSeen(groupChatsOf(events['messages.upsert'].messages));
     if (events.call) this.calls.onCalls(sock, events.call);
   }
 
@@ -248,12 +285,24 @@ export class Session {
   }
 
   /** Stores a reaction and logs `message.reaction` (session-ingest.ts `applyReaction`); undefined: unknown message. */
-  applyReaction(chatId: string, keyId: string, senderJid: string, emoji: string, timestamp: number): Message | undefined {
+  applyReaction(
+    chatId: string,
+    keyId: string,
+    senderJid: string,
+    emoji: string,
+    timestamp: number,
+  ): Message | undefined {
     return this.#ingest.applyReaction(chatId, keyId, senderJid, emoji, timestamp);
   }
 
   /** Applies an edit by the message's own sender and logs `message.edited` (session-ingest.ts `applyEdit`). */
-  applyEdit(chatId: string, keyId: string, text: string, editedAt: number, by: { fromMe: boolean; senderJid: string }): Message | undefined {
+  applyEdit(
+    chatId: string,
+    keyId: string,
+    text: string,
+    editedAt: number,
+    by: { fromMe: boolean; senderJid: string },
+  ): Message | undefined {
     return this.#ingest.applyEdit(chatId, keyId, text, editedAt, by);
   }
 
@@ -310,7 +359,11 @@ export class Session {
    * forward `{ forward }`, …); resolves with the WAMessage Baileys built, once its frames are queued (they leave
    * after the next commit, commit-before-receipt.ts). Pass `options.messageId` to wait for its server ack first.
    */
-  async send(jid: string, content: AnyMessageContent, options: MiscMessageGenerationOptions = {}): Promise<WAMessage | undefined> {
+  async send(
+    jid: string,
+    content: AnyMessageContent,
+    options: MiscMessageGenerationOptions = {},
+  ): Promise<WAMessage | undefined> {
     return this.#live().sendMessage(jid, content, options);
   }
 
@@ -397,7 +450,11 @@ export class Session {
   }
 
   /** Adds, removes, promotes or demotes members; one `{ status, jid }` per participant (status "200" = done). */
-  async updateGroupParticipants(jid: string, participants: string[], action: ParticipantAction): ReturnType<WASocket['groupParticipantsUpdate']> {
+  async updateGroupParticipants(
+    jid: string,
+    participants: string[],
+    action: ParticipantAction,
+  ): ReturnType<WASocket['groupParticipantsUpdate']> {
     return this.#live().groupParticipantsUpdate(jid, participants, action);
   }
 

@@ -192,7 +192,7 @@ export const EVENT_PAYLOAD_SCHEMAS = {
       description: Type.Optional(Nullable(Type.String({ description: 'The new description, when it changed (null: removed)' }))),
       by: Nullable(Jid('Who changed it, when known')),
     },
-    { ...closed, description: 'A group’s subject or description changed' },
+    { ...closed, description: 'A group’s subject or description changed, or became known (a group first seen through its messages; `by` null)' },
   ),
   'group.participants': Type.Object(
     {

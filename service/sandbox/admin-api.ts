@@ -65,8 +65,9 @@
  *        text messages (1 s apart from `startAt`, default so the last is now) with `with` (any E.164 number);
  *        a companion linked afterwards gets them in its history sync (already-synced companions do not)
  *
- *   POST /groups { creator, subject, participants: [phone], addressingMode?: pn|lid } → 201 { id: '<id>@g.us' }
- *        | 400 | 404 (an unknown account); the creator is the group's superadmin
+ *   POST /groups { creator, subject, participants: [phone], addressingMode?: pn|lid, notify?: boolean } → 201
+ *        { id: '<id>@g.us' } | 400 | 404 (an unknown account); the creator is the group's superadmin; `notify: false`
+ *        sends members' companions no `<create>` notification (they learn of the group from its first message)
  *   GET  /groups?member=                  → 200 [group] every group (or those `member` is in), oldest first
  *   GET  /groups/:groupId                 → 200 { id, subject, description, owner, createdAt (unix s), addressingMode,
  *        inviteCode, announce, locked, ephemeral, participants: [{ phoneNumber, jid, lid, role: member|admin|superadmin,
@@ -792,7 +793,9 @@ export function createAdminHandler(
     const members = participantsOf(body);
     const mode = body.addressingMode ?? 'pn';
     if (mode !== 'pn' && mode !== 'lid') throw new HttpError(400, 'addressingMode must be one of pn, lid');
-    const group = ctx.groups.create(creator, subject, members, mode);
+    const notify = body.notify ?? true;
+    if (typeof notify !== 'boolean') throw new HttpError(400, 'notify must be a boolean');
+    const group = ctx.groups.create(creator, subject, members, mode, notify);
     return send(res, 201, { id: groupJid(group.id) });
   });
 

@@ -257,13 +257,15 @@ export class Groups {
 
   /**
    * Create a group: `creator` is its superadmin, `participants` members (the creator is left out if listed).
-   * Members' companions get a `<create>` notification.
+   * Members' companions get a `<create>` notification, unless `notify` is false: then they learn of the group only
+   * from its first message, as a client does that missed the notification.
    */
   create(
     creator: AccountRow,
     subject: string,
     participants: AccountRow[],
     addressingMode: AddressingMode = 'pn',
+    notify = true,
   ): GroupRow {
     const { store } = this.ctx;
     const now = Math.floor(Date.now() / 1000);
@@ -294,7 +296,7 @@ export class Groups {
       rows.push({ pn: p.pn, role: 'member' });
     }
     store.insertGroup(group, rows);
-    this.notify(group, creator, { tag: 'create', attrs: {}, content: [this.metadataNode(group)] }, 'create');
+    if (notify) this.notify(group, creator, { tag: 'create', attrs: {}, content: [this.metadataNode(group)] }, 'create');
     return group;
   }
 

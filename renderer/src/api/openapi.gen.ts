@@ -9701,7 +9701,7 @@ export interface components {
             /** @description The members concerned (phone-number JIDs where known) */
             participants: string[];
         };
-        /** @description A group’s subject or description changed */
+        /** @description A group’s subject or description changed, or became known (a group first seen through its messages; `by` null) */
         GroupUpdateEvent: {
             connectionId: string | null;
             /**
@@ -9715,7 +9715,7 @@ export interface components {
             /** @description When the event was logged (ISO 8601) */
             timestamp: string;
         };
-        /** @description A group’s subject or description changed */
+        /** @description A group’s subject or description changed, or became known (a group first seen through its messages; `by` null) */
         GroupUpdatePayload: {
             by: string | null;
             description?: string | null;
