@@ -31,10 +31,7 @@ const OPTIONS: LoggerOptions = {
 };
 
 /** `json` or `pretty` for `format`; `auto` looks at whether stderr is a terminal (`isTty`). */
-export function effectiveLogFormat(
-  format: LogFormat = 'auto',
-  isTty = process.stderr.isTTY === true,
-): 'json' | 'pretty' {
+export function effectiveLogFormat(format: LogFormat = 'auto', isTty = process.stderr.isTTY === true): 'json' | 'pretty' {
   if (format !== 'auto') return format;
   return isTty ? 'pretty' : 'json';
 }

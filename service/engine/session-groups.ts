@@ -184,10 +184,7 @@ export class SessionGroups {
     const count = (this.#failures.get(jid)?.count ?? 0) + 1;
     const backoff = Math.min(this.#pacing.retryMs * 2 ** (count - 1), this.#pacing.maxRetryMs);
     this.#failures.set(jid, { count, retryAt: Date.now() + backoff });
-    this.d.log.warn(
-      { err, groupId: jid, failures: count, retryInMs: backoff, retry },
-      'could not fetch a group first seen through a message',
-    );
+    this.d.log.warn({ err, groupId: jid, failures: count, retryInMs: backoff, retry }, 'could not fetch a group first seen through a message');
     if (!retry) {
       this.#pending.delete(jid);
       return;
@@ -231,11 +228,7 @@ export class SessionGroups {
       store.chats.upsertMeta(connectionId, { id: meta.id, name: meta.subject || null, isGroup: true });
       for (const p of meta.participants) {
         const lid = p.id.endsWith('@lid') ? jidNormalizedUser(p.id) : p.lid ? jidNormalizedUser(p.lid) : null;
-        const pn = p.id.endsWith('@s.whatsapp.net')
-          ? jidNormalizedUser(p.id)
-          : p.phoneNumber
-            ? jidNormalizedUser(p.phoneNumber)
-            : null;
+        const pn = p.id.endsWith('@s.whatsapp.net') ? jidNormalizedUser(p.id) : p.phoneNumber ? jidNormalizedUser(p.phoneNumber) : null;
         if (lid && pn) contacts.upsert({ jid: pn, lid, phoneNumber: phoneOf(pn) });
       }
     });
@@ -282,8 +275,7 @@ export class SessionGroups {
     const participants = u.participants.map((p) => (typeof p === 'string' ? { id: p } : p));
     const jids = participants.map((p) => toPnJid(p.id, p.phoneNumber, ctx));
     const own = [ctx.ownJid, ctx.ownLid].filter(Boolean);
-    const includesMe =
-      jids.some((j) => own.includes(j)) || participants.some((p) => own.includes(jidNormalizedUser(p.id)));
+    const includesMe = jids.some((j) => own.includes(j)) || participants.some((p) => own.includes(jidNormalizedUser(p.id)));
     if (u.action === 'remove' && includesMe) this.cache.delete(u.id);
     else if (!this.cache.applyParticipants(u.id, u.action, participants) && u.action === 'add' && includesMe) {
       sock.groupMetadata(u.id).then(

@@ -129,14 +129,7 @@ export class Session {
     const me = () => this.#lifecycle.me;
     const socket = () => this.#lifecycle.socket;
     this.#contacts = new SessionContacts(store, connectionId, me);
-    this.#media = new SessionMedia({
-      store,
-      media: deps.media,
-      connectionId,
-      log,
-      dispatcher: deps.mediaDispatcher,
-      socket,
-    });
+    this.#media = new SessionMedia({ store, media: deps.media, connectionId, log, dispatcher: deps.mediaDispatcher, socket });
     this.#acks = new ServerAcks({ store, events: deps.events, connectionId, userId, log });
     this.#groups = new SessionGroups({
       store,
@@ -162,14 +155,7 @@ export class Session {
       gate: () => this.#lifecycle.gate,
       historyDone: () => this.#lifecycle.historyDone(),
     });
-    this.calls = new CallBook({
-      store,
-      events: deps.events,
-      logger: deps.logger,
-      connectionId,
-      userId,
-      toPn: (jid) => this.#contacts.toPn(jid),
-    });
+    this.calls = new CallBook({ store, events: deps.events, logger: deps.logger, connectionId, userId, toPn: (jid) => this.#contacts.toPn(jid) });
   }
 
   // ---- lifecycle ---------------------------------------------------------------------------------------
@@ -250,8 +236,7 @@ export class Session {
     if (events['contacts.upsert']) ingest.onContacts(events['contacts.upsert']);
     if (events['contacts.update']) ingest.onContacts(events['contacts.update']);
     if (events['contacts.update']) this.#onContactsUpdate?.(this, events['contacts.update']);
-    if (events['messages.upsert'])
-      ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
+    if (events['messages.upsert']) ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
     if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
     if (events['presence.update']) ingest.onPresence(events['presence.update']);
     if (events['groups.upsert']) groups.onUpsert(events['groups.upsert']);
@@ -285,24 +270,12 @@ export class Session {
   }
 
   /** Stores a reaction and logs `message.reaction` (session-ingest.ts `applyReaction`); undefined: unknown message. */
-  applyReaction(
-    chatId: string,
-    keyId: string,
-    senderJid: string,
-    emoji: string,
-    timestamp: number,
-  ): Message | undefined {
+  applyReaction(chatId: string, keyId: string, senderJid: string, emoji: string, timestamp: number): Message | undefined {
     return this.#ingest.applyReaction(chatId, keyId, senderJid, emoji, timestamp);
   }
 
   /** Applies an edit by the message's own sender and logs `message.edited` (session-ingest.ts `applyEdit`). */
-  applyEdit(
-    chatId: string,
-    keyId: string,
-    text: string,
-    editedAt: number,
-    by: { fromMe: boolean; senderJid: string },
-  ): Message | undefined {
+  applyEdit(chatId: string, keyId: string, text: string, editedAt: number, by: { fromMe: boolean; senderJid: string }): Message | undefined {
     return this.#ingest.applyEdit(chatId, keyId, text, editedAt, by);
   }
 
@@ -359,11 +332,7 @@ export class Session {
    * forward `{ forward }`, …); resolves with the WAMessage Baileys built, once its frames are queued (they leave
    * after the next commit, commit-before-receipt.ts). Pass `options.messageId` to wait for its server ack first.
    */
-  async send(
-    jid: string,
-    content: AnyMessageContent,
-    options: MiscMessageGenerationOptions = {},
-  ): Promise<WAMessage | undefined> {
+  async send(jid: string, content: AnyMessageContent, options: MiscMessageGenerationOptions = {}): Promise<WAMessage | undefined> {
     return this.#live().sendMessage(jid, content, options);
   }
 
@@ -450,11 +419,7 @@ export class Session {
   }
 
   /** Adds, removes, promotes or demotes members; one `{ status, jid }` per participant (status "200" = done). */
-  async updateGroupParticipants(
-    jid: string,
-    participants: string[],
-    action: ParticipantAction,
-  ): ReturnType<WASocket['groupParticipantsUpdate']> {
+  async updateGroupParticipants(jid: string, participants: string[], action: ParticipantAction): ReturnType<WASocket['groupParticipantsUpdate']> {
     return this.#live().groupParticipantsUpdate(jid, participants, action);
   }
 

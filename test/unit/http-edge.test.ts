@@ -161,16 +161,7 @@ describe('typeBoxValidatorCompiler', () => {
       inner: Type.Optional(Type.Object({ on: Type.Boolean({ default: true }) })),
       list: Type.Optional(Type.Array(Type.String(), { default: [] })),
     });
-    const inputs = [
-      {},
-      { limit: 3 },
-      { limit: null },
-      { flag: true },
-      { n: 2, extra: 'x' },
-      { inner: {} },
-      { inner: { on: false } },
-      { list: ['a'] },
-    ];
+    const inputs = [{}, { limit: 3 }, { limit: null }, { flag: true }, { n: 2, extra: 'x' }, { inner: {} }, { inner: { on: false } }, { list: ['a'] }];
     for (const schema of [query, nested]) {
       for (const input of inputs) {
         const expected = Value.Default(schema, structuredClone(input));

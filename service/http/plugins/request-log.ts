@@ -1,15 +1,14 @@
 /**
  * Request logging: one line per response with method, path, status and duration. Replaces Fastify's own
- * request logs so nothing secret is written: credentials in the URL are redacted and headers and bodies are never logged.
+ * request logs so nothing secret is written: credentials in the URL are redacted and headers and bodies are never
+ * logged.
  */
 import type { FastifyInstance } from 'fastify';
 import { redactCredentials } from '../../secrets/credentials.ts';
 
 /** Decodes `%XX` escapes byte by byte and `+` as a space; never throws (a bad escape stays as it is). */
 function lenientDecode(text: string): string {
-  return text
-    .replace(/\+/g, ' ')
-    .replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return text.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 /** True when a query parameter (`key=value` as sent) names a token in any spelling, or hides one in its key. */
