@@ -12,6 +12,18 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * A 502 for a request whose outcome is unknown: it was handed to a session that stopped before answering (its
+ * thread died), so what it did on WhatsApp cannot be told from here. An idempotent retry (docs/api.md "Idempotent
+ * requests") resolves it from what was recorded instead of acting again.
+ */
+export class OutcomeUnknownError extends ServiceError {
+  constructor(message: string) {
+    super(502, message);
+    this.name = 'OutcomeUnknownError';
+  }
+}
+
 export const badRequest = (message: string) => new ServiceError(400, message);
 export const forbidden = (message = 'Forbidden') => new ServiceError(403, message);
 export const notFound = (message: string) => new ServiceError(404, message);

@@ -26,6 +26,9 @@ export function contactsRepo(db: Db) {
     byLid: db.prepare(`SELECT jid FROM contacts WHERE connection_id = ? AND lid = ?`),
     nameOf: db.prepare(`SELECT COALESCE(name, push_name) AS name FROM contacts WHERE connection_id = ? AND jid = ?`),
     names: db.prepare(`SELECT name, push_name FROM contacts WHERE connection_id = ? AND jid = ?`),
+    userJids: db.prepare(
+      `SELECT jid FROM contacts WHERE connection_id = ? AND is_group = 0 AND jid LIKE '%@s.whatsapp.net' ORDER BY jid`,
+    ),
     list: db.prepare(
       `SELECT jid, name, push_name, phone_number, is_group FROM contacts WHERE connection_id = ?
        ORDER BY COALESCE(name, push_name, jid) COLLATE NOCASE, jid LIMIT ? OFFSET ?`,
@@ -62,6 +65,10 @@ export function contactsRepo(db: Db) {
     profileNames(connectionId: string, jid: string): { name: string | null; pushName: string | null } | undefined {
       const r = q.names.get(connectionId, jid) as { name: string | null; push_name: string | null } | undefined;
       return r && { name: r.name, pushName: r.push_name };
+    },
+    /** The phone-number JIDs of the connection's individual contacts (no groups, no LID-only contacts). */
+    userJids(connectionId: string): string[] {
+      return (q.userJids.all(connectionId) as Array<{ jid: string }>).map((r) => r.jid);
     },
     list(connectionId: string, opts: { limit: number; offset: number }): Contact[] {
       const rows = q.list.all(connectionId, opts.limit, opts.offset) as Array<{

@@ -304,4 +304,23 @@ export const migrations: readonly string[] = [
     WHEN new.status = 'stopped' AND old.status <> 'stopped'
     BEGIN DELETE FROM group_metadata WHERE connection_id = old.id; END;
   `,
+  /* idempotency_keys: the Idempotency-Key of send and operation requests (issue 25 item 5; docs/api.md "Idempotent
+     requests"), per user, connection and key, kept 24 h: the request's fingerprint, its first answer, and the id of
+     the message the engine recorded for it (set in the transaction that records the message, before it leaves) */ `
+  CREATE TABLE idempotency_keys (
+    user_id       TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    connection_id TEXT NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+    key           TEXT NOT NULL,             -- the header's value, 1-255 printable ASCII characters
+    fingerprint   TEXT NOT NULL,             -- SHA-256 hex of the route, its parameters and the body
+    route         TEXT NOT NULL,             -- e.g. 'POST /api/connections/:id/send'
+    state         TEXT NOT NULL,             -- 'pending' (reserved, no final answer yet) or 'done'
+    message_id    TEXT,                      -- the Message the request answers with, once recorded for sending
+    status_code   INTEGER,                   -- the first answer ('done')
+    content_type  TEXT,
+    response      TEXT,
+    created_at    TEXT NOT NULL,             -- ISO 8601; the key expires 24 h later
+    PRIMARY KEY (user_id, connection_id, key)
+  ) WITHOUT ROWID;
+  CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
+  `,
 ];

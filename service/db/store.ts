@@ -16,6 +16,7 @@ import { contactsRepo } from './contacts.ts';
 import { deliveriesRepo } from './deliveries.ts';
 import { eventsRepo } from './events.ts';
 import { groupMetadataRepo } from './group-metadata.ts';
+import { idempotencyRepo } from './idempotency.ts';
 import { MediaUrls } from './media-url.ts';
 import { messagesRepo } from './messages.ts';
 import { searchIndex } from './search.ts';
@@ -350,6 +351,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     events: eventsRepo(db, withWriteLock),
     webhooks,
     deliveries: deliveriesRepo(db, withWriteLock),
+    /** Idempotency keys of send and operation requests (idempotency.ts). */
+    idempotency: idempotencyRepo(db, withWriteLock),
     tx,
     ingest,
     beforeCommit,

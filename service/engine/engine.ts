@@ -3,7 +3,15 @@
  * Implements `Engine` (engine/types.ts). In sandbox mode it trusts the sandbox's Noise root key by setting
  * Baileys' exported `WA_CERT_DETAILS.PUBLIC_KEY` (brief §0.2; never in live mode).
  */
-import { WA_CERT_DETAILS, isJidGroup, jidNormalizedUser, proto, type AnyMessageContent, type WAMessage, type WAMessageKey } from '@whiskeysockets/baileys';
+import {
+  WA_CERT_DETAILS,
+  isJidGroup,
+  jidNormalizedUser,
+  proto,
+  type AnyMessageContent,
+  type WAMessage,
+  type WAMessageKey,
+} from '@whiskeysockets/baileys';
 import { parseMessageId, type Message } from '../db/messages.ts';
 import { isStorageError } from '../db/store.ts';
 import { badRequest, conflict, notFound, ServiceError } from '../errors.ts';
@@ -12,14 +20,14 @@ import { mediaFileNameOf, toPnJid } from './message-model.ts';
 import { contentTypeForName, isSafeMediaName, MediaStore } from './media-store.ts';
 import { OutboundPolicy } from '../net/outbound.ts';
 import { prepareContent, type PreparedContent } from './outgoing.ts';
-import { createOperations } from './operations.ts';
+import { createOperations, idempotent, type RelayOptions } from './operations.ts';
 import { createProfiles } from './profiles.ts';
 import { humanizeBeforeSend } from './send-pipeline.ts';
 import { Session } from './session.ts';
 import { sandboxTrust } from './sandbox-trust.ts';
 import { NumberChecker, numberDigits } from './number-check.ts';
 import { groupError, groupInfoOf, groupJidOf, groupSummaryOf, participantJidOf, type GroupInfo } from './groups.ts';
-import type { Engine, EngineOptions, MediaFileInfo, SendInput, SendTextInput } from './types.ts';
+import type { Engine, EngineOptions, MediaFileInfo, SendInput, SendOptions, SendTextInput } from './types.ts';
 
 /** 404 text of a send to a chat the server does not know (issue 20: was a 502). */
 const CHAT_NOT_FOUND = 'Chat not found';
@@ -47,6 +55,7 @@ function storageUnavailable(): ServiceError {
   return new ServiceError(507, 'Storage is unavailable (the data directory is full or not writable): nothing was sent; try again once space is freed');
 }
 const toPnJidOf = (jid: string, ctx: ReturnType<Session['modelContext']>) => (jid ? toPnJid(jid, null, ctx) : jid);
+
 
 /**
  * Starts every active connection whose session can resume (not `logged_out` or `failed`, which wait for an explicit
@@ -155,7 +164,9 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       return { jid, chatId: jid };
     }
     const { jid } = parsed;
-    if (jid === STATUS_CHAT_ID) throw badRequest('Status posts cannot be sent or changed through this API');
+    if (jid === STATUS_CHAT_ID) {
+      throw badRequest('status@broadcast is not a chat: post a status with POST /connections/:id/status/text or /status/image');
+    }
     if (parsed.isGroup) {
       // A group the account is not in (or that does not exist) has no chat to write to.
       try {
@@ -204,6 +215,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
    * then waits for the server's `<ack class="message">` (at most `serverAckTimeoutMs`), so an answer means the
    * server has the message. Returns what `record` returned and whether the server acknowledged in time (a socket
    * closed or a timeout leaves the message stored as pending, ack 1).
+   * With `options.idempotency`, the key's row is told the id of the Message the request answers with (`answerId`,
+   * else the recorded Message's) in the same transaction as `record`: before any frame of the message can leave.
    * Errors: 409 not online; 404 `Chat not found` for a group the server does not know (its metadata query or the
    * message's ack answers 404); 502 transport failure (media upload, socket closed) or refused by the server.
    */
@@ -211,15 +224,16 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     session: Session,
     jid: string,
     content: AnyMessageContent,
-    options: { quoted?: WAMessage },
+    options: RelayOptions,
     record: (sent: WAMessage) => T,
   ): Promise<{ recorded: T; serverAcked: boolean }> {
     if (!session.isOpen) throw conflict(`Connection is not online (status: ${session.status})`);
+    const { idempotency, answerId, ...sendOptions } = options;
     const messageId = session.newMessageId();
     const serverAck = session.expectServerAck(messageId, serverAckTimeoutMs);
     let sent: WAMessage | undefined;
     try {
-      sent = await session.send(jid, content, { ...options, messageId });
+      sent = await session.send(jid, content, { ...sendOptions, messageId });
     } catch (err) {
       serverAck.cancel();
       if (isJidGroup(jid) && iqErrorCode(err) === 404) throw notFound(CHAT_NOT_FOUND);
@@ -235,7 +249,15 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     serverAck.sent();
     let recorded: T;
     try {
-      recorded = record(sent);
+      const sentMessage = sent;
+      recorded = idempotency
+        ? store.tx(() => {
+            const r = record(sentMessage);
+            const id = answerId ?? (r as { id?: unknown } | undefined)?.id;
+            if (typeof id === 'string') store.idempotency.markRecorded(idempotency, id);
+            return r;
+          })
+        : record(sent);
     } catch (err) {
       serverAck.cancel();
       // The frames of this message were still held (commit-before-receipt.ts): the session dropped them with the
@@ -268,7 +290,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     return { recorded, serverAcked: outcome === 'accepted' };
   }
 
-  async function send(connectionId: string, input: SendInput): Promise<Message> {
+  async function send(connectionId: string, input: SendInput, opts: SendOptions = {}): Promise<Message> {
     const session = onlineSession(connectionId);
     const { jid, chatId } = await resolveChat(session, input.chatId);
     const quoted = input.replyTo ? quotedMessage(connectionId, input.replyTo, chatId) : undefined;
@@ -276,7 +298,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const mentions = input.mentions?.length ? mentionJids(session, jid, input.mentions) : undefined;
     const prepared = await prepareContent(input, prepareOptions);
     if (mentions) Object.assign(prepared.content, { mentions });
-    return deliver(session, { jid, chatId }, input, prepared, quoted);
+    return deliver(session, { jid, chatId }, input, prepared, quoted, opts);
   }
 
   /** Presence and pacing (unless skipPresence), the relay, and a local copy of sent media. */
@@ -286,6 +308,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     input: { skipPresence?: boolean | undefined },
     prepared: PreparedContent,
     quoted?: WAMessage,
+    opts: SendOptions = {},
   ): Promise<Message> {
     const { connectionId } = session;
     const { jid, chatId } = chat;
@@ -296,7 +319,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
         { typingDelayMs },
       );
     }
-    const { recorded, serverAcked } = await relay(session, jid, prepared.content, quoted ? { quoted } : {}, (sent) => session.recordSent(sent));
+    const relayOptions: RelayOptions = { ...(quoted && { quoted }), ...(opts.idempotency && { idempotency: opts.idempotency }) };
+    const { recorded, serverAcked } = await relay(session, jid, prepared.content, relayOptions, (sent) => session.recordSent(sent));
     const filename = prepared.media && recorded.media ? mediaFileNameOf(recorded.media) : undefined;
     if (prepared.media && filename) {
       // Media this service sends is kept locally too, under the same name incoming media gets.
@@ -427,18 +451,18 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     },
     sendText: (connectionId, input: SendTextInput) => send(connectionId, { ...input, type: 'text' }),
     send,
-    async react(connectionId, input) {
+    async react(connectionId, input, opts = {}) {
       const session = onlineSession(connectionId);
       const { jid, chatId } = await resolveChat(session, input.chatId);
       const target = storedMessage(connectionId, input.messageId, [chatId, input.chatId]);
       const key = keyOf(connectionId, target, jid);
       const me = session.me?.jid ?? '';
-      const { recorded } = await relay(session, jid, { react: { text: input.emoji, key } }, {}, () =>
+      const { recorded } = await relay(session, jid, { react: { text: input.emoji, key } }, idempotent(opts, target.id), () =>
         session.applyReaction(target.chatId, key.id!, me, input.emoji, Math.floor(now() / 1000)),
       );
       return recorded ?? store.messages.get(connectionId, target.id)!;
     },
-    async editMessage(connectionId, messageId, input) {
+    async editMessage(connectionId, messageId, input, opts = {}) {
       const target = storedMessage(connectionId, messageId, [canonicalChatId(store, connectionId, input.chatId)]);
       // 400, not 403: the spec keeps 403 for another user's resource (§5); this is a rule of the edit (§4.3 rule 4).
       if (!target.fromMe) throw badRequest('Only your own messages can be edited');
@@ -450,7 +474,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
       const { jid } = await resolveChat(session, target.chatId);
       const key = keyOf(connectionId, target, jid);
       const me = session.me?.jid ?? '';
-      const { recorded } = await relay(session, jid, { text: input.text, edit: key }, {}, () =>
+      const { recorded } = await relay(session, jid, { text: input.text, edit: key }, idempotent(opts, target.id), () =>
         session.applyEdit(target.chatId, key.id!, input.text, Math.floor(now() / 1000), { fromMe: true, senderJid: me }),
       );
       return recorded ?? target;

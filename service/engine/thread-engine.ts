@@ -21,7 +21,7 @@
 import { Worker } from 'node:worker_threads';
 import { WriteLock } from '../db/write-lock.ts';
 import type { Resolver } from '../net/outbound.ts';
-import { notFound, ServiceError } from '../errors.ts';
+import { notFound, OutcomeUnknownError, ServiceError } from '../errors.ts';
 import { createEngine, startActive } from './engine.ts';
 import type { Engine, EngineOptions } from './types.ts';
 import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
@@ -252,7 +252,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     // A thread that died inside a transaction: SQLite rolled it back when the thread's connection closed.
     if (WriteLock.releaseHeldBy(opts.writeLock, slot.threadId)) log.warn({ thread: slot.index }, 'released the write lock of an exited session thread');
     for (const call of slot.calls.values()) {
-      call.reject(new ServiceError(502, "The connection's session thread stopped during the request; its outcome is unknown"));
+      call.reject(new OutcomeUnknownError("The connection's session thread stopped during the request; its outcome is unknown"));
     }
     slot.calls.clear();
     if (closing || slots[slot.index] !== slot) return;

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { ConnectionOptions } from 'node:tls';
 import type { OutboundPolicy } from '../net/outbound.ts';
+import type { IdempotencyRef } from '../db/idempotency.ts';
 import type { Message } from '../db/messages.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
 import type { Store } from '../db/store.ts';
@@ -86,6 +87,16 @@ export type SendInput = SendCommon &
     | { type: 'poll'; name: string; options: string[]; selectableCount?: number }
   );
 
+/** Options of a call that sends a message (a send, reaction, edit, revoke, forward, sticker or status post). */
+export interface SendOptions {
+  /**
+   * The request's Idempotency-Key (db/idempotency.ts): the relay names the message it records on the key's row, in
+   * the transaction that records it (before any frame of it leaves), so a retry after an unknown outcome can answer
+   * from the store instead of sending again (docs/api.md "Idempotent requests").
+   */
+  idempotency?: IdempotencyRef | undefined;
+}
+
 /** A media file ready to stream. */
 export interface MediaFileInfo {
   path: string;
@@ -111,7 +122,7 @@ export type { NumberCheck } from './number-check.ts';
 export type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
 import type { GroupAction, GroupInfo, GroupSummary, ParticipantResult } from './groups.ts';
 
-export type { ForwardInput, StickerInput } from './operations.ts';
+export type { ForwardInput, StatusInput, StickerInput } from './operations.ts';
 
 export interface Engine extends Operations, Profiles {
   /** Starts (or keeps) the session of a stored, non-stopped connection. Idempotent. */
@@ -157,17 +168,17 @@ export interface Engine extends Operations, Profiles {
    * and returns the stored Message.
    * @throws ServiceError 400 bad input (chatId, replyTo, media type/size/URL), 409 connection not online.
    */
-  send(connectionId: string, input: SendInput): Promise<Message>;
+  send(connectionId: string, input: SendInput, opts?: SendOptions): Promise<Message>;
   /**
    * Reacts to a message (`emoji` "" removes the reaction) and returns the reacted-to Message with its reactions.
    * @throws ServiceError 404 unknown message, 409 not online.
    */
-  react(connectionId: string, input: { chatId: string; messageId: string; emoji: string }): Promise<Message>;
+  react(connectionId: string, input: { chatId: string; messageId: string; emoji: string }, opts?: SendOptions): Promise<Message>;
   /**
    * Edits the text of an own text message within the edit window and returns the updated Message.
    * @throws ServiceError 404 unknown message, 403 someone else's message, 400 not a text message or too late, 409 not online.
    */
-  editMessage(connectionId: string, messageId: string, input: { chatId: string; text: string }): Promise<Message>;
+  editMessage(connectionId: string, messageId: string, input: { chatId: string; text: string }, opts?: SendOptions): Promise<Message>;
   /** Sends read receipts for the chat's unread incoming messages and sets its unread counter to 0. */
   markRead(connectionId: string, chatId: string): Promise<void>;
   /** Starts (`true`) or stops the typing indicator in a chat. */

@@ -1,21 +1,23 @@
 /**
  * Event-log retention: every `intervalMs` (and once shortly after start), deletes events older than `days`, except
- * events that still have an undelivered webhook outbox row, and finished webhook deliveries older than `days`.
+ * events that still have an undelivered webhook outbox row, finished webhook deliveries older than `days`, and
+ * idempotency keys older than 24 h (db/idempotency.ts `IDEMPOTENCY_TTL_MS`, whatever `days` is).
  * `seq` counters live on the users row, so pruning never makes a seq reappear.
  */
 import type { Logger } from 'pino';
+import { IDEMPOTENCY_TTL_MS } from '../db/idempotency.ts';
 import type { Store } from '../db/store.ts';
 
 export const DEFAULT_EVENT_RETENTION_DAYS = 7;
 
 export interface Retention {
   /** Runs one prune now; returns what was deleted. */
-  pruneNow(now?: number): { events: number; deliveries: number };
+  pruneNow(now?: number): { events: number; deliveries: number; idempotencyKeys: number };
   stop(): void;
 }
 
 export function startRetention(opts: {
-  store: Pick<Store, 'events' | 'deliveries'>;
+  store: Pick<Store, 'events' | 'deliveries' | 'idempotency'>;
   logger: Pick<Logger, 'info' | 'error'>;
   days?: number;
   intervalMs?: number;
@@ -25,8 +27,10 @@ export function startRetention(opts: {
     const cutoff = new Date(now - days * 86_400_000).toISOString();
     const deliveries = opts.store.deliveries.prune(cutoff);
     const events = opts.store.events.prune(cutoff);
+    const idempotencyKeys = opts.store.idempotency.prune(new Date(now - IDEMPOTENCY_TTL_MS).toISOString());
     if (events || deliveries) opts.logger.info({ events, deliveries, cutoff }, 'pruned the event log');
-    return { events, deliveries };
+    if (idempotencyKeys) opts.logger.info({ idempotencyKeys }, 'pruned expired idempotency keys');
+    return { events, deliveries, idempotencyKeys };
   };
   const run = () => {
     try {

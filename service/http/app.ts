@@ -16,6 +16,7 @@ import type { ApiDeps } from './deps.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerConnectionScope } from './plugins/connection-scope.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerHardening } from './plugins/hardening.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { registerRequestLog } from './plugins/request-log.ts';
@@ -33,6 +34,7 @@ import { messageRoutes } from './routes/messages.ts';
 import { searchRoutes } from './routes/search.ts';
 import { presenceRoutes } from './routes/presence.ts';
 import { sendRoutes } from './routes/send.ts';
+import { statusRoutes } from './routes/status.ts';
 import { operationRoutes } from './routes/operations.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -107,6 +109,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
+  registerIdempotency(app, deps.store); // Idempotency-Key on send and operation routes (after the scope: it needs request.connection)
   registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
@@ -132,7 +135,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, statusRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });

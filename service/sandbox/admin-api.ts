@@ -27,6 +27,10 @@
  *   POST /accounts/:phoneNumber/poll-votes { to, pollId, options[] } → 201 { id } — vote on a poll ([] withdraws); `to`
  *     a phone number or a group id (a poll in that group)
  *   PUT  /faults/offline-marker { withhold } → 204 — while true, logins get no `<ib><offline/>` marker
+ *   PUT  /faults/message-acks { withhold } → 204 — while true, companion messages are handled but not acknowledged
+ *                                           (`<ack class="message">` held back; sent when set back to false)
+ *   GET  /accounts/:phoneNumber/statuses  → 200 [{ id, from, timestamp, type, text, backgroundColor?, font?, media? }]
+ *        the status posts of the last 24 h that phone received (its status list), oldest first (statuses.ts)
  *   POST /faults/drop-unlinked            → 200 { dropped } — every client waiting to be linked (QR or phone code)
  *                                           loses its connection without a word, as in a network drop
  *   POST /accounts/:phoneNumber/messages  → 201 { id } (after the row is committed) | 400 | 404 | 403 `Blocked by
@@ -486,6 +490,8 @@ export function createAdminHandler(
     send(res, 200, receivedMessagesView(store, accountOf(p.phoneNumber).pn)),
   );
 
+  on('GET', '/accounts/:phoneNumber/statuses', (_req, res, p) => send(res, 200, ctx.statuses.view(accountOf(p.phoneNumber).pn)));
+
   on('POST', '/accounts/:phoneNumber/calls', async (req, res, p) => {
     const account = accountOf(p.phoneNumber);
     const body = await readJson(req);
@@ -641,6 +647,15 @@ export function createAdminHandler(
     const body = await readJson(req);
     if (typeof body.withhold !== 'boolean') throw new HttpError(400, 'withhold must be a boolean');
     ctx.delivery.withholdOfflineMarker = body.withhold;
+    noContent(res);
+  });
+
+  // { withhold: boolean }: companion messages get no server ack while set (a lost or late answer); the held acks go
+  // out when it is set back to false.
+  on('PUT', '/faults/message-acks', async (req, res) => {
+    const body = await readJson(req);
+    if (typeof body.withhold !== 'boolean') throw new HttpError(400, 'withhold must be a boolean');
+    ctx.messaging.withholdAcks = body.withhold;
     noContent(res);
   });
 

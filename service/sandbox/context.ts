@@ -17,6 +17,7 @@ import type { Pairing } from './pairing.ts';
 import type { Phones } from './signal-device.ts';
 import type { Profiles } from './profiles.ts';
 import type { Signals } from './signals.ts';
+import type { Statuses } from './statuses.ts';
 import type { Store } from './store.ts';
 
 export interface SandboxContext {
@@ -31,6 +32,8 @@ export interface SandboxContext {
   delivery: Delivery;
   messaging: Messaging;
   groups: Groups;
+  /** Status posts of companions (status@broadcast) and the phones' status lists. */
+  statuses: Statuses;
   /** Who blocked whom (blocklist IQs, refused sends). */
   blocklist: Blocklist;
   /** Calls placed by the phones (signalling only). */

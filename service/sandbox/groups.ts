@@ -592,7 +592,7 @@ export class Groups {
     const id = node.attrs.id!;
     const to = node.attrs.to!;
     const ack = (error?: string): void =>
-      conn.send({ tag: 'ack', attrs: { id, class: 'message', from: to, t: unixNow(), ...(error ? { error } : {}) } });
+      this.ctx.messaging.ackMessage(conn, id, to, error);
     const groupId = parseGroupId(to);
     const group = groupId ? this.get(groupId) : undefined;
     if (!group) {

@@ -30,6 +30,7 @@ import { Calls } from './calls.ts';
 import { Groups } from './groups.ts';
 import { LinkCodes } from './link-code.ts';
 import { Messaging } from './messaging.ts';
+import { Statuses } from './statuses.ts';
 import { Pairing } from './pairing.ts';
 import { Profiles } from './profiles.ts';
 import { seedDemo } from './seed.ts';
@@ -125,6 +126,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   ctx.pairing = new Pairing(ctx);
   ctx.linkCodes = new LinkCodes(ctx);
   ctx.messaging = new Messaging(ctx);
+  ctx.statuses = new Statuses(ctx);
   ctx.groups = new Groups(ctx);
   ctx.blocklist = new Blocklist(store.db);
   ctx.calls = new Calls(ctx);

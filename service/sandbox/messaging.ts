@@ -30,6 +30,7 @@ import { KEY_TYPE, encodeBE, preKeyNode, signedPreKeyNode } from './key-nodes.ts
 import { classify, stanzaAttrs } from './content.ts';
 import { mediaContent } from './media.ts';
 import { newMessageId } from './message-id.ts';
+import { STATUS_JID } from './statuses.ts';
 
 /** Protocol messages a phone records as messages (edits and revokes); others are device plumbing. */
 const RECORDED_PROTOCOL_TYPES = new Set<number>([
@@ -79,8 +80,35 @@ const MAX_PHONE_RETRIES = 2;
 export class Messaging {
   /** msgId → retry receipts sent (bounded: oldest entries are evicted). */
   private readonly retries = new Map<string, number>();
+  /** Server acks held back while `withholdAcks` is set (fault injection), in arrival order. */
+  private heldAcks: Array<{ conn: ClientConnection; node: BinaryNode }> = [];
+  #withholdAcks = false;
 
   constructor(private readonly ctx: SandboxContext) {}
+
+  /**
+   * Fault injection (admin `PUT /faults/message-acks`): while true, companion messages are handled as always (stored,
+   * received by the phones, relayed) but their `<ack class="message">` is held back, as when the server's answer is
+   * lost or late; set back to false, the held acks go out to the connections still open.
+   */
+  get withholdAcks(): boolean {
+    return this.#withholdAcks;
+  }
+
+  set withholdAcks(on: boolean) {
+    this.#withholdAcks = on;
+    if (on) return;
+    const held = this.heldAcks;
+    this.heldAcks = [];
+    for (const { conn, node } of held) conn.send(node);
+  }
+
+  /** Acknowledges a companion's message (`<ack class="message">`, with `error` for a refusal), unless acks are withheld. */
+  ackMessage(conn: ClientConnection, id: string, from: string, error?: string): void {
+    const node: BinaryNode = { tag: 'ack', attrs: { id, class: 'message', from, t: unixNow(), ...(error ? { error } : {}) } };
+    if (this.#withholdAcks) this.heldAcks.push({ conn, node });
+    else conn.send(node);
+  }
 
   /**
    * The recipient phone could not decrypt: send `<receipt type="retry">` with its key bundle (a fresh
@@ -199,6 +227,10 @@ export class Messaging {
       await this.ctx.groups.onClientMessage(conn, node, sender, senderDevice);
       return;
     }
+    if (to === STATUS_JID) {
+      await this.ctx.statuses.onClientMessage(conn, node, sender, senderDevice);
+      return;
+    }
     const isPeer = node.attrs.category === 'peer';
     const chat = accounts.resolveJid(to);
     const ts = Math.floor(Date.now() / 1000);
@@ -293,7 +325,7 @@ export class Messaging {
     await store.commit(); // session state + what the phone received, before acknowledging
     for (const r of relays) this.ctx.delivery.kick(r.pn, r.deviceId);
 
-    conn.send({ tag: 'ack', attrs: { id, class: 'message', from: to, t: unixNow() } });
+    this.ackMessage(conn, id, to);
     if (deliveredToPhone) {
       conn.send({ tag: 'receipt', attrs: { id, from: to, t: unixNow() } });
     }

@@ -251,6 +251,22 @@ export const MIGRATIONS: readonly string[] = [
     FOREIGN KEY (pn, device_id) REFERENCES devices (pn, device_id) ON DELETE CASCADE
   ) WITHOUT ROWID;
   `,
+  // v7: status posts companions make (to status@broadcast), and which phones received each (their status list)
+  `
+  CREATE TABLE statuses (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    msg_id TEXT NOT NULL,
+    from_pn TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    message BLOB NOT NULL,                   -- the proto.Message the viewers' phones decrypted
+    UNIQUE (from_pn, msg_id)
+  );
+  CREATE TABLE status_viewers (
+    pn TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (pn, seq)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /**

@@ -533,6 +533,15 @@ function prepareStatements(db: Database.Database) {
        ON CONFLICT (group_id, pn) DO UPDATE SET role = excluded.role`,
     ),
     deleteParticipant: db.prepare<[string, string]>('DELETE FROM group_participants WHERE group_id = ? AND pn = ?'),
+    insertStatus: db.prepare<[string, string, number, Buffer]>(
+      'INSERT INTO statuses (msg_id, from_pn, ts, message) VALUES (?, ?, ?, ?) ON CONFLICT (from_pn, msg_id) DO NOTHING',
+    ),
+    getStatusSeq: db.prepare<[string, string], { seq: number }>('SELECT seq FROM statuses WHERE from_pn = ? AND msg_id = ?'),
+    insertStatusViewer: db.prepare<[string, number]>('INSERT OR IGNORE INTO status_viewers (pn, seq) VALUES (?, ?)'),
+    listStatusesSeenBy: db.prepare<[string, number], { msg_id: string; from_pn: string; ts: number; message: Buffer }>(
+      `SELECT s.msg_id, s.from_pn, s.ts, s.message FROM status_viewers v JOIN statuses s ON s.seq = v.seq
+       WHERE v.pn = ? AND s.ts >= ? ORDER BY s.ts, s.seq`,
+    ),
     getSenderKey: db.prepare<[string, string, string], { record: string }>(
       'SELECT record FROM sender_keys WHERE pn = ? AND group_id = ? AND sender = ?',
     ),
@@ -1087,6 +1096,23 @@ export class Store {
   /** Expire (delete the bytes of) a media file; later downloads get 404. @returns whether it was live. */
   expireBlob(directPath: string): boolean {
     return this.s.expireBlob.run(directPath).changes > 0;
+  }
+
+  // ---- status posts ------------------------------------------------------------------------
+
+  /**
+   * Records a companion's status post and the phones that received it, inside the caller's write closure. A post
+   * sent again (same author and id) only gains viewers.
+   */
+  insertStatusNow(s: { msgId: string; fromPn: string; ts: number; message: Buffer }, viewers: string[]): void {
+    this.s.insertStatus.run(s.msgId, s.fromPn, s.ts, s.message);
+    const seq = this.s.getStatusSeq.get(s.fromPn, s.msgId)?.seq;
+    if (seq !== undefined) for (const pn of viewers) this.s.insertStatusViewer.run(pn, seq);
+  }
+
+  /** Status posts `pn`'s phone received since `sinceTs` (unix seconds), oldest first. */
+  listStatusesSeenBy(pn: string, sinceTs: number): Array<{ msgId: string; fromPn: string; ts: number; message: Buffer }> {
+    return this.s.listStatusesSeenBy.all(pn, sinceTs).map((r) => ({ msgId: r.msg_id, fromPn: r.from_pn, ts: r.ts, message: r.message }));
   }
 
   putMessageMediaNow(fromPn: string, msgId: string, plaintext: Buffer): void {

@@ -63,6 +63,9 @@ describe('write lock', () => {
     ['deliveries.requeue (lease sweep)', (s) => s.deliveries.requeue({ all: false, maxAttempts: 5 })],
     ['deliveries.prune (retention)', (s) => s.deliveries.prune(new Date(0).toISOString())],
     ['events.prune (retention)', (s) => s.events.prune(new Date(0).toISOString())],
+    ['idempotency.prune (retention)', (s) => s.idempotency.prune(new Date(0).toISOString())],
+    ['idempotency.release (an idempotent request that did nothing)', (s) => s.idempotency.release({ userId: 'u', connectionId: 'c', key: 'k' })],
+    ['idempotency.complete (the answer of an idempotent request)', (s) => s.idempotency.complete({ userId: 'u', connectionId: 'c', key: 'k' }, { statusCode: 200, contentType: null, body: '' })],
     ['a tx', (s) => s.tx(() => s.users.ensure('u'))],
   ];
   for (const [name, write] of writes) {

@@ -1408,7 +1408,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     callId: string;
                     id: string;
@@ -1480,6 +1483,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2066,7 +2095,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                     /** @description A user JID or an international number */
@@ -2138,6 +2170,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2305,7 +2363,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                     /** @description A user JID or an international number */
@@ -2377,6 +2438,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2546,7 +2633,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -2690,6 +2780,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2842,7 +2958,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -2936,6 +3055,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3101,7 +3246,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
                     groupId: string;
@@ -3198,6 +3346,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3354,7 +3528,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
                     groupId: string;
@@ -3432,6 +3609,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -3470,7 +3673,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description Group JID `120363…@g.us` (URL-encoded) or its digits */
                     groupId: string;
@@ -3557,6 +3763,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -3592,7 +3824,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -3675,6 +3910,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -3714,7 +3975,10 @@ export interface paths {
                     /** @description true: ask WhatsApp again instead of using the 24 h cache */
                     refresh?: boolean;
                 };
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -3794,6 +4058,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -3822,7 +4112,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -3911,6 +4204,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -3944,7 +4263,10 @@ export interface paths {
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -4027,6 +4349,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -4328,7 +4676,10 @@ export interface paths {
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                     messageId: string;
@@ -4474,6 +4825,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -4501,7 +4878,10 @@ export interface paths {
                     /** @description A JID or a phone number in international format */
                     chatId: string;
                 };
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                     messageId: string;
@@ -4633,6 +5013,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -5010,7 +5416,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -5153,6 +5562,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -5520,7 +5955,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -5671,6 +6109,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -5709,7 +6173,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -5867,6 +6334,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -5905,7 +6398,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6056,6 +6552,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -6094,7 +6616,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6246,6 +6771,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -6290,7 +6841,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6448,6 +7002,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -6486,7 +7066,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6638,6 +7221,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -6676,7 +7285,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6833,6 +7445,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -6871,7 +7509,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -7023,6 +7664,32 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -7061,7 +7728,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -7219,6 +7889,466 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/status/image": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post an image status (story)
+         * @description Posts a status (`status@broadcast`, shown for 24 h on the status list of the contacts it names). Answers 201 with the stored Message (chatId `status@broadcast`, `fromMe`) once WhatsApp’s server acknowledged it. 400 for bad input or when there is no contact to show it to; 409 when the connection is not online; 502 when WhatsApp refused it. The image comes as exactly one of `url` or `base64`, checked like `send-image`'s (16 MiB).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The image, base64 (a data: URL works too) */
+                        base64?: string;
+                        caption?: string;
+                        /** @description Who may see the post: international numbers or user JIDs. Default: every individual contact of the connection (`GET /connections/:id/contacts`, phone-number JIDs) */
+                        contacts?: string[];
+                        /** @description Detected from the bytes when absent */
+                        mimetype?: string;
+                        /** @description https:// URL the service downloads the image from */
+                        url?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connections/{id}/status/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post a text status (story)
+         * @description Posts a status (`status@broadcast`, shown for 24 h on the status list of the contacts it names). Answers 201 with the stored Message (chatId `status@broadcast`, `fromMe`) once WhatsApp’s server acknowledged it. 400 for bad input or when there is no contact to show it to; 409 when the connection is not online; 502 when WhatsApp refused it.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Background colour, `#RRGGBB` or `#AARRGGBB` */
+                        backgroundColor?: string;
+                        /** @description Who may see the post: international numbers or user JIDs. Default: every individual contact of the connection (`GET /connections/:id/contacts`, phone-number JIDs) */
+                        contacts?: string[];
+                        /** @description Font: 0 system, 1 system text, 2 FB script, 6 system bold, 7 Morning Breeze, 8 Calistoga, 9 Exo 2 extra bold, 10 Courier Prime bold */
+                        font?: 0 | 1 | 2 | 6 | 7 | 8 | 9 | 10;
+                        text: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ack: number | null;
+                            album: {
+                                expectedImages: number;
+                                expectedVideos: number;
+                            } | null;
+                            albumId: string | null;
+                            chatId: string;
+                            contacts: {
+                                name: string;
+                                phoneNumbers: string[];
+                                vcard: string;
+                            }[] | null;
+                            editedAt: number | null;
+                            fromMe: boolean;
+                            id: string;
+                            /** @description The message was forwarded (by this account or by its sender) */
+                            isForwarded: boolean;
+                            kind: "text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported";
+                            location: {
+                                address: string | null;
+                                isLive: boolean;
+                                latitude: number;
+                                longitude: number;
+                                name: string | null;
+                                url: string | null;
+                            } | null;
+                            media: {
+                                filename: string | null;
+                                mimetype: string;
+                                size: number | null;
+                                /**
+                                 * Format: uri
+                                 * @description Absolute media-proxy URL, `<public base URL>/connections/{id}/media/{filename}`: fetch it as given with the same `Authorization: Bearer` header. The base is the URL `serve` prints on its `API:` line, or `--public-url`.
+                                 */
+                                url: string;
+                            } | null;
+                            /** @description JIDs the message mentions (@-mentions in text or caption); phone-number JIDs where known, else LIDs */
+                            mentions: string[];
+                            poll: {
+                                name: string;
+                                options: {
+                                    name: string;
+                                    voters: string[];
+                                    votes: number;
+                                }[];
+                                selectableCount: number;
+                            } | null;
+                            quotedMessageId: string | null;
+                            rawType: string | null;
+                            reactions: {
+                                emoji: string;
+                                senderJid: string;
+                                timestamp: number;
+                            }[];
+                            selection: {
+                                id: string;
+                                title: string;
+                            } | null;
+                            senderJid: string;
+                            senderPushName: string;
+                            text: string;
+                            timestamp: number;
+                            type: "text" | "image" | "video" | "audio" | "document" | "location" | "contact";
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Not found, e.g. `Connection not found` */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -7254,7 +8384,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -7331,6 +8464,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;
@@ -7372,7 +8531,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -7449,6 +8611,32 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
                             error: string;
                             message: string;
                             statusCode: number;

@@ -8,6 +8,7 @@
 import { Type } from '@sinclair/typebox';
 import { ConnectionParams, Limit, Nullable, Offset, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
+import { OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Longest subject WhatsApp accepts (characters). */
@@ -96,6 +97,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.post(
     '/connections/:id/groups',
     {
+      config: OPERATION,
       schema: {
         description: 'Creates a group with the account as its creator (superadmin) and the participants as members.',
         params: ConnectionParams,
@@ -127,6 +129,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.patch(
     '/connections/:id/groups/:groupId',
     {
+      config: OPERATION,
       schema: {
         description: 'Renames the group and/or changes its description. 403 `Not a group admin` when the group only lets admins edit.',
         params: GroupParams,
@@ -143,6 +146,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.post(
     '/connections/:id/groups/:groupId/participants',
     {
+      config: OPERATION,
       schema: {
         description: 'Adds, removes, promotes or demotes members (admins only: 403 `Not a group admin`); one result per participant.',
         params: GroupParams,
@@ -158,7 +162,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
 
   api.post(
     '/connections/:id/groups/:groupId/leave',
-    { schema: { description: 'The account leaves the group.', params: GroupParams, response: { 200: SuccessSchema } } },
+    { config: OPERATION, schema: { description: 'The account leaves the group.', params: GroupParams, response: { 200: SuccessSchema } } },
     async (request) => {
       const c = request.connection;
       await engine.leaveGroup(c.id, request.params.groupId);

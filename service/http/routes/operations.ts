@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
 import { ConnectionParams, MessageSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
+import { keyOf, MESSAGE, OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const MessageParams = Type.Object({ id: Type.String(), messageId: Type.String() });
@@ -43,6 +44,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.delete(
     '/connections/:id/messages/:messageId',
     {
+      config: MESSAGE,
       schema: {
         description:
           'Deletes a message for everyone (a revoke): your own message, or in a group where you are admin another member’s. ' +
@@ -55,13 +57,14 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     },
     async (request) => {
       const c = request.connection;
-      return engine.revokeMessage(c.id, request.params.messageId, request.query.chatId);
+      return engine.revokeMessage(c.id, request.params.messageId, request.query.chatId, keyOf(request));
     },
   );
 
   api.post(
     '/connections/:id/forward',
     {
+      config: MESSAGE,
       schema: {
         description:
           'Forwards a stored message to a chat; the new Message has `isForwarded: true`. Media is forwarded by reference ' +
@@ -73,7 +76,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     },
     async (request, reply) => {
       const c = request.connection;
-      return reply.code(201).send(await engine.forward(c.id, request.body));
+      return reply.code(201).send(await engine.forward(c.id, request.body, keyOf(request)));
     },
   );
 
@@ -81,6 +84,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     api.post(
       `/connections/:id/contacts/:jid/${action}`,
       {
+        config: OPERATION,
         schema: {
           description: `${action === 'block' ? 'Blocks' : 'Unblocks'} a user (on WhatsApp's server: a blocked user's messages no longer reach this account). Answers the user's JID and the new state.`,
           params: ContactParams,
@@ -112,6 +116,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.post(
     '/connections/:id/calls/:callId/reject',
     {
+      config: OPERATION,
       schema: {
         description:
           'Rejects an incoming call that is still ringing (its id is the `callId` of the `call.received` event); a `call.ended` event with reason `rejected` follows. 404 `Call not found` once it ended.',
@@ -130,6 +135,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     '/connections/:id/send-sticker',
     {
       bodyLimit: Math.ceil((MEDIA_LIMITS.image * 4) / 3) + 64 * 1024,
+      config: MESSAGE,
       schema: {
         description:
           'Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP ' +
@@ -141,7 +147,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     },
     async (request, reply) => {
       const c = request.connection;
-      return reply.code(201).send(await engine.sendSticker(c.id, request.body));
+      return reply.code(201).send(await engine.sendSticker(c.id, request.body, keyOf(request)));
     },
   );
 };

@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { ConnectionParams, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
+import { OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const ChatBody = Type.Object(
@@ -15,19 +16,19 @@ const ChatBody = Type.Object(
 export const presenceRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   const schema = { params: ConnectionParams, body: ChatBody, response: { 200: SuccessSchema } };
 
-  api.post('/connections/:id/mark-read', { schema }, async (request) => {
+  api.post('/connections/:id/mark-read', { config: OPERATION, schema }, async (request) => {
     const c = request.connection;
     await engine.markRead(c.id, request.body.chatId);
     return { success: true as const };
   });
 
-  api.post('/connections/:id/typing', { schema }, async (request) => {
+  api.post('/connections/:id/typing', { config: OPERATION, schema }, async (request) => {
     const c = request.connection;
     await engine.setTyping(c.id, request.body.chatId, true);
     return { success: true as const };
   });
 
-  api.post('/connections/:id/typing/stop', { schema }, async (request) => {
+  api.post('/connections/:id/typing/stop', { config: OPERATION, schema }, async (request) => {
     const c = request.connection;
     await engine.setTyping(c.id, request.body.chatId, false);
     return { success: true as const };

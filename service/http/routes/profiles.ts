@@ -10,6 +10,7 @@ import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
 import type { ConnectionRow } from '../../db/connections.ts';
 import { conflict } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
+import { OPERATION } from '../plugins/idempotency.ts';
 import { ConnectionParams, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -67,6 +68,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/me',
     {
+      config: OPERATION,
       schema: {
         description:
           'The linked account’s profile. `about` and `pictureUrl` come from a 24 h cache (`?refresh=true` asks WhatsApp again) ' +
@@ -82,6 +84,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.patch(
     '/connections/:id/me',
     {
+      config: OPERATION,
       schema: {
         description:
           'Changes the account’s push name (an app-state change, as WhatsApp’s own apps make it) and/or its about text; ' +
@@ -98,6 +101,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
     '/connections/:id/me/picture',
     {
       bodyLimit: Math.ceil((MEDIA_LIMITS.image * 4) / 3) + 64 * 1024,
+      config: OPERATION,
       schema: {
         description:
           'Sets the account’s profile picture from exactly one of `base64` or `url` (https, fetched through the outbound URL ' +

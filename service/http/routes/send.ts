@@ -2,7 +2,8 @@
  * Sending (interface-spec §4.3): text, image, document, video, audio, location, contact and poll messages,
  * reactions and edits. Every send answers 201 with the stored Message (its `id` is what the edit and react endpoints take).
  * Media comes as exactly one of `url` (https, fetched by the service) or `base64`; limits and type checks are the
- * engine's (engine/outgoing.ts). Presence and pacing are the engine's send pipeline.
+ * engine's (engine/outgoing.ts). Presence and pacing are the engine's send pipeline. Every route here takes an
+ * `Idempotency-Key` (plugins/idempotency.ts), which the engine's relay ties to the message it records.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
 import { badRequest } from '../../errors.ts';
@@ -10,6 +11,7 @@ import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
 import type { MediaKind } from '../../engine/types.ts';
 import { ConnectionParams, MessageSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
+import { keyOf, MESSAGE } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const common = {
@@ -90,62 +92,62 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       'group WhatsApp does not know is a 404 `Chat not found`.',
   };
 
-  api.post('/connections/:id/send', { schema: { ...created, body: SendTextBody } }, async (request, reply) => {
+  api.post('/connections/:id/send', { config: MESSAGE, schema: { ...created, body: SendTextBody } }, async (request, reply) => {
     const c = request.connection;
-    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'text' }));
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'text' }, keyOf(request)));
   });
 
   for (const kind of ['image', 'video', 'document'] as const) {
     api.post(
       `/connections/:id/send-${kind}`,
-      { bodyLimit: bodyLimitFor(kind), schema: { ...created, body: MediaBody } },
+      { bodyLimit: bodyLimitFor(kind), config: MESSAGE, schema: { ...created, body: MediaBody } },
       async (request, reply) => {
         const c = request.connection;
-        return reply.code(201).send(await engine.send(c.id, { ...request.body, type: kind }));
+        return reply.code(201).send(await engine.send(c.id, { ...request.body, type: kind }, keyOf(request)));
       },
     );
   }
 
   api.post(
     '/connections/:id/send-audio',
-    { bodyLimit: bodyLimitFor('audio'), schema: { ...created, body: AudioBody } },
+    { bodyLimit: bodyLimitFor('audio'), config: MESSAGE, schema: { ...created, body: AudioBody } },
     async (request, reply) => {
       const c = request.connection;
-      return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'audio' }));
+      return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'audio' }, keyOf(request)));
     },
   );
 
-  api.post('/connections/:id/send-location', { schema: { ...created, body: LocationBody } }, async (request, reply) => {
+  api.post('/connections/:id/send-location', { config: MESSAGE, schema: { ...created, body: LocationBody } }, async (request, reply) => {
     const c = request.connection;
-    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'location' }));
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'location' }, keyOf(request)));
   });
 
-  api.post('/connections/:id/send-contact', { schema: { ...created, body: ContactBody } }, async (request, reply) => {
+  api.post('/connections/:id/send-contact', { config: MESSAGE, schema: { ...created, body: ContactBody } }, async (request, reply) => {
     const c = request.connection;
-    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'contact' }));
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'contact' }, keyOf(request)));
   });
 
-  api.post('/connections/:id/send-poll', { schema: { ...created, body: PollBody } }, async (request, reply) => {
+  api.post('/connections/:id/send-poll', { config: MESSAGE, schema: { ...created, body: PollBody } }, async (request, reply) => {
     const c = request.connection;
-    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'poll' }));
+    return reply.code(201).send(await engine.send(c.id, { ...request.body, type: 'poll' }, keyOf(request)));
   });
 
-  api.post('/connections/:id/react', { schema: { ...created, body: ReactBody } }, async (request, reply) => {
+  api.post('/connections/:id/react', { config: MESSAGE, schema: { ...created, body: ReactBody } }, async (request, reply) => {
     const c = request.connection;
     const { emoji } = request.body;
     if (emoji !== '' && ([...segmenter.segment(emoji)].length !== 1 || !/\p{Extended_Pictographic}|\p{Regional_Indicator}/u.test(emoji))) {
       throw badRequest('body/emoji must be a single emoji, or "" to remove your reaction');
     }
     const { chatId, messageId } = request.body;
-    return reply.code(201).send(await engine.react(c.id, { chatId, messageId, emoji }));
+    return reply.code(201).send(await engine.react(c.id, { chatId, messageId, emoji }, keyOf(request)));
   });
 
   api.put(
     '/connections/:id/messages/:messageId',
-    { schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema } } },
+    { config: MESSAGE, schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema } } },
     async (request) => {
       const c = request.connection;
-      return engine.editMessage(c.id, request.params.messageId, request.body);
+      return engine.editMessage(c.id, request.params.messageId, request.body, keyOf(request));
     },
   );
 };
