@@ -1,6 +1,7 @@
 /**
  * Routes the event stream into the stores: connection statuses, new messages (chat list + open thread), acks,
- * reactions and edits, incoming calls (a notification with Reject); every frame also goes to the event monitor.
+ * reactions, edits and deletes for everyone (open thread + the chat's preview), incoming calls (a notification with
+ * Reject); every frame also goes to the event monitor.
  */
 import type { ApiClient } from './api/client.ts';
 import { EventSocket } from './api/event-socket.ts';
@@ -66,7 +67,7 @@ export function handleFrame(frame: EventFrame, client: ApiClient): void {
     case 'message.sent': {
       const m = messageFromPayload(p);
       if (!m) return;
-      const preview = { ...m, text: m.text || `[${m.type}]`, pushName: m.fromMe ? undefined : m.senderPushName };
+      const preview = { ...m, pushName: m.fromMe ? undefined : m.senderPushName };
       const known = useChats.getState().applyMessage(frame.connectionId, preview);
       if (!known) {
         const chats = useChats.getState();
@@ -108,7 +109,20 @@ export function handleFrame(frame: EventFrame, client: ApiClient): void {
     case 'message.edited': {
       const id = str(p.id) ?? str(p.messageId);
       const text = str(p.body) ?? str(p.text);
-      if (id && text !== undefined) useThread.getState().applyEdit(id, text);
+      if (!id || text === undefined) return;
+      const chatId = str(p.chatId);
+      if (chatId) useChats.getState().applyEdit(frame.connectionId, chatId, id, text);
+      const thread = useThread.getState();
+      if (thread.connectionId === frame.connectionId) thread.applyEdit(id, text);
+      return;
+    }
+    case 'message.revoked': {
+      const id = str(p.id);
+      if (!id) return;
+      const chatId = str(p.chatId);
+      if (chatId) useChats.getState().applyRevoke(frame.connectionId, chatId, id);
+      const thread = useThread.getState();
+      if (thread.connectionId === frame.connectionId) thread.applyRevoke(id);
       return;
     }
   }

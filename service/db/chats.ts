@@ -1,7 +1,10 @@
 /**
  * Chats table: one row per chat of a connection with its last message and unread counter (interface-spec §2.3).
+ * The last message (the preview) names its message (`last_id`), so an edit or a revoke of that message reaches it:
+ * messages.ts `edit` and `revoke` update it in the same transaction.
  */
 import type { Db } from './database.ts';
+import type { MessageKindName } from './messages.ts';
 
 /** The spec's Chat item (§2.3). */
 export interface Chat {
@@ -10,10 +13,23 @@ export interface Chat {
   isGroup: boolean;
   /**
    * The newest stored message; when none is stored, `{ body: "", timestamp: <last activity the phone reported, else 0>,
-   * fromMe: false }` (chats known from history-sync metadata only). Never null (the spec types it as an object).
+   * fromMe: false, id: null, kind: null }` (chats known from history-sync metadata only). Never null (the spec types it
+   * as an object). It follows edits (`body` the current text) and revokes (`body` "", `kind` `revoked`).
    */
-  lastMessage: { body: string; timestamp: number; fromMe: boolean };
+  lastMessage: ChatPreview;
   unread: number;
+}
+
+/**
+ * A chat's last message: the spec's `{ body, timestamp, fromMe }` plus (additions) the message's `id` and `kind`
+ * (MESSAGE_KINDS), null when no message of the chat is stored.
+ */
+export interface ChatPreview {
+  body: string;
+  timestamp: number;
+  fromMe: boolean;
+  id: string | null;
+  kind: MessageKindName | null;
 }
 
 interface RawRow {
@@ -24,6 +40,8 @@ interface RawRow {
   last_ts: number | null;
   last_body: string | null;
   last_from_me: number | null;
+  last_id: string | null;
+  last_kind: string | null;
   contact_name: string | null;
 }
 
@@ -44,13 +62,15 @@ const LIST_FROM = `FROM chats c LEFT JOIN contacts k ON k.connection_id = c.conn
  * order of routes/chats.ts ChatSchema; json_quote escapes like JSON.stringify, CAST truncates like its integers):
  * see db/message-json.ts for why pages are rendered in SQL. test/unit/chat-json.test.ts compares the two.
  */
-const CHAT_JSON_SQL = `format('{"id":%s,"name":%s,"isGroup":%s,"lastMessage":{"body":%s,"timestamp":%s,"fromMe":%s},"unread":%s}',
+const CHAT_JSON_SQL = `format('{"id":%s,"name":%s,"isGroup":%s,"lastMessage":{"body":%s,"timestamp":%s,"fromMe":%s,"id":%s,"kind":%s},"unread":%s}',
     json_quote(c.id),
     json_quote(COALESCE(c.name, k.name, k.push_name, CASE WHEN instr(c.id, '@') > 0 THEN substr(c.id, 1, instr(c.id, '@') - 1) ELSE c.id END)),
     CASE c.is_group WHEN 1 THEN 'true' ELSE 'false' END,
     CASE WHEN c.last_from_me IS NULL THEN '""' ELSE json_quote(IFNULL(c.last_body, '')) END,
     IFNULL(CAST(c.last_ts AS INTEGER), 0),
     CASE c.last_from_me WHEN 1 THEN 'true' ELSE 'false' END,
+    CASE WHEN c.last_from_me IS NULL THEN 'null' ELSE json_quote(c.last_id) END,
+    CASE WHEN c.last_from_me IS NULL THEN 'null' ELSE json_quote(c.last_kind) END,
     CAST(c.unread AS INTEGER))`;
 
 export type ChatsRepo = ReturnType<typeof chatsRepo>;
@@ -94,19 +114,22 @@ export function chatsRepo(db: Db) {
          last_ts = CASE WHEN last_from_me IS NULL AND @activityTs IS NOT NULL THEN MAX(COALESCE(last_ts, 0), @activityTs)
                    ELSE last_ts END`,
     ),
+    // Every SET expression reads the row as it was, so each tests the old last_ts.
     touch: db.prepare(
-      `INSERT INTO chats (connection_id, id, is_group, unread, last_ts, last_body, last_from_me)
-       VALUES (@connectionId, @id, @isGroup, @unreadDelta, @ts, @body, @fromMe)
+      `INSERT INTO chats (connection_id, id, is_group, unread, last_ts, last_body, last_from_me, last_id, last_kind)
+       VALUES (@connectionId, @id, @isGroup, @unreadDelta, @ts, @body, @fromMe, @messageId, @kind)
        ON CONFLICT(connection_id, id) DO UPDATE SET
          unread = unread + @unreadDelta,
          last_body    = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @body ELSE last_body END,
          last_ts      = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @ts ELSE last_ts END,
-         last_from_me = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @fromMe ELSE last_from_me END`,
+         last_from_me = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @fromMe ELSE last_from_me END,
+         last_id      = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @messageId ELSE last_id END,
+         last_kind    = CASE WHEN last_from_me IS NULL OR @ts >= last_ts THEN @kind ELSE last_kind END`,
     ),
     markRead: db.prepare(`UPDATE chats SET unread = 0 WHERE connection_id = ? AND id = ?`),
     setUnread: db.prepare(`UPDATE chats SET unread = ? WHERE connection_id = ? AND id = ? AND unread <> ?`),
     unread: db.prepare(`SELECT unread FROM chats WHERE connection_id = ? AND id = ?`),
-    list: db.prepare(`SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me,
+    list: db.prepare(`SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me, c.last_id, c.last_kind,
               COALESCE(k.name, k.push_name) AS contact_name ${LIST_FROM}`),
     listJson: db.prepare(`SELECT ${CHAT_JSON_SQL} ${LIST_FROM}`).pluck(),
   };
@@ -131,8 +154,14 @@ export function chatsRepo(db: Db) {
         activityTs: c.activityTs ?? null,
       });
     },
-    /** Records a message in its chat: newer messages become `lastMessage`; `unreadDelta` adds to the counter. */
-    touch(connectionId: string, m: { chatId: string; isGroup: boolean; timestamp: number; body: string; fromMe: boolean; unreadDelta: number }): void {
+    /**
+     * Records a message (`messageId`, its `kind` and text `body`) in its chat: a message at least as new as the
+     * preview (a later arrival wins a tie) becomes `lastMessage`; `unreadDelta` adds to the counter.
+     */
+    touch(
+      connectionId: string,
+      m: { chatId: string; isGroup: boolean; messageId: string; kind: MessageKindName; timestamp: number; body: string; fromMe: boolean; unreadDelta: number },
+    ): void {
       q.touch.run({
         connectionId,
         id: m.chatId,
@@ -141,6 +170,8 @@ export function chatsRepo(db: Db) {
         ts: m.timestamp,
         body: m.body,
         fromMe: m.fromMe ? 1 : 0,
+        messageId: m.messageId,
+        kind: m.kind,
       });
     },
     markRead(connectionId: string, chatId: string): void {
@@ -167,8 +198,14 @@ export function chatsRepo(db: Db) {
         isGroup: r.is_group === 1,
         lastMessage:
           r.last_from_me === null
-            ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false }
-            : { body: r.last_body ?? '', timestamp: r.last_ts ?? 0, fromMe: r.last_from_me === 1 },
+            ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false, id: null, kind: null }
+            : {
+                body: r.last_body ?? '',
+                timestamp: r.last_ts ?? 0,
+                fromMe: r.last_from_me === 1,
+                id: r.last_id,
+                kind: r.last_kind as MessageKindName | null,
+              },
         unread: r.unread,
       }));
     },

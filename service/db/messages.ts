@@ -363,7 +363,8 @@ export type MessagesRepo = ReturnType<typeof messagesRepo>;
 
 /**
  * Named queries over `messages`. Every write keeps the full-text index (`search`, search.ts) in step in the same
- * transaction: inserts and edits (re)index the message, revokes remove it.
+ * transaction: inserts and edits (re)index the message, revokes remove it. Edits and revokes of a chat's last message
+ * also update the chat's preview (chats.ts `lastMessage`) in that transaction.
  */
 export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls: MediaUrls = new MediaUrls()) {
   const q = {
@@ -451,6 +452,12 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     revoke: db.prepare(
       `UPDATE messages SET type = 'text', kind = 'revoked', raw_type = NULL, content = NULL, text = '', media = NULL
        WHERE connection_id = ? AND id = ?`,
+    ),
+    // The chat's preview when it is this message (chats.last_id): an edit gives it the new text, a revoke empties it.
+    previewEdited: db.prepare(`UPDATE chats SET last_body = ? WHERE connection_id = ? AND id = ? AND last_id = ?`),
+    previewRevoked: db.prepare(
+      `UPDATE chats SET last_body = '', last_kind = 'revoked'
+       WHERE connection_id = ? AND id = (SELECT chat_id FROM messages WHERE connection_id = ? AND id = ?) AND last_id = ?`,
     ),
     setContent: db.prepare(`UPDATE messages SET content = ? WHERE connection_id = ? AND id = ?`),
     pollOf: db.prepare(`SELECT content, message_secret, raw FROM messages WHERE connection_id = ? AND id = ? AND kind = 'poll'`),
@@ -608,12 +615,16 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     setRaw(connectionId: string, id: string, raw: Uint8Array): void {
       q.setRaw.run(Buffer.from(raw), connectionId, id);
     },
-    /** Applies an edit: new text and `edited_at`, the previous text kept in the edit history. */
+    /**
+     * Applies an edit: new text and `edited_at`, the previous text kept in the edit history; the chat's preview takes
+     * the new text when it is this message.
+     */
     edit(connectionId: string, id: string, text: string, editedAt: number): void {
       const current = q.get.get(connectionId, id) as RawRow | undefined;
       if (!current) return;
       q.addEdit.run(connectionId, id, editedAt, current.text, text);
       q.setText.run(text, editedAt, connectionId, id);
+      q.previewEdited.run(text, connectionId, current.chat_id, id);
       search.reindex(connectionId, id);
     },
     /** Edit history of a message, oldest first. */
@@ -656,9 +667,13 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       q.setContent.run(contentJson({ ...content, poll }), connectionId, pollId);
       return poll;
     },
-    /** Marks a message deleted for everyone: kind `revoked` (type `text`), no text, no media. */
+    /**
+     * Marks a message deleted for everyone: kind `revoked` (type `text`), no text, no media, no reactions; the chat's
+     * preview, when it is this message, keeps its time and side with body "" and kind `revoked`.
+     */
     revoke(connectionId: string, id: string): void {
       q.revoke.run(connectionId, id);
+      q.previewRevoked.run(connectionId, connectionId, id, id);
       q.deleteReactions.run(connectionId, id);
       search.remove(connectionId, id);
     },

@@ -323,4 +323,27 @@ export const migrations: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
   `,
+  /*
+   * chats.last_id / last_kind: which message the chat's preview (`lastMessage`) is, so an edit or a revoke of that
+   * message reaches the preview (issue 25 item 2). Existing rows: the preview is the chat's message at `last_ts` from
+   * the same side (`last_from_me`); among several in that second, the one whose text is the preview, else one whose
+   * edit history started from it, else a revoked one, else the last to arrive. Its current text and kind replace the
+   * stored preview, which an edit or a revoke had left stale. A preview whose message is not stored stays as it is.
+   */ `
+  ALTER TABLE chats ADD COLUMN last_id TEXT;   -- messages.id of the preview; NULL while no message of the chat is stored
+  ALTER TABLE chats ADD COLUMN last_kind TEXT; -- that message's kind (MESSAGE_KINDS), 'revoked' once deleted for everyone
+  UPDATE chats SET last_id = (
+      SELECT m.id FROM messages m
+      WHERE m.connection_id = chats.connection_id AND m.chat_id = chats.id AND m.timestamp = chats.last_ts
+        AND m.from_me = chats.last_from_me AND m.kind <> 'undecryptable'
+      ORDER BY m.text = IFNULL(chats.last_body, '') DESC,
+        EXISTS (SELECT 1 FROM message_edits e WHERE e.connection_id = m.connection_id AND e.message_id = m.id
+                  AND e.previous_text = IFNULL(chats.last_body, '')) DESC,
+        m.kind = 'revoked' DESC,
+        m.seq DESC
+      LIMIT 1)
+    WHERE last_from_me IS NOT NULL;
+  UPDATE chats SET last_body = m.text, last_kind = m.kind
+    FROM messages m WHERE m.connection_id = chats.connection_id AND m.id = chats.last_id;
+  `,
 ];

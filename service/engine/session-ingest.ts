@@ -453,7 +453,8 @@ export class SessionIngest {
   }
 }
 
+/** The chat preview of a stored message (chats.ts `touch`). */
 function chatTouchOf(m: StoredMessage) {
-  return { chatId: m.chatId, isGroup: m.chatId.endsWith('@g.us'), timestamp: m.timestamp, body: m.text, fromMe: m.fromMe };
+  return { chatId: m.chatId, isGroup: m.chatId.endsWith('@g.us'), messageId: m.id, kind: m.kind, timestamp: m.timestamp, body: m.text, fromMe: m.fromMe };
 }
 

@@ -59,6 +59,8 @@
  *        message's media (sent or received by that phone), so downloads get 404 until a media re-upload
  *   POST /accounts/:phoneNumber/reactions { to, messageId, emoji } → 201 { id }; emoji "" removes
  *   POST /accounts/:phoneNumber/edits { to, messageId, text } → 201 { id } (only that phone's own text messages)
+ *   POST /accounts/:phoneNumber/revokes { to, messageId } → 201 { id } — deletes for everyone one of the messages that
+ *        phone sent to `to` (a REVOKE protocol message)
  *   POST /accounts/:phoneNumber/reads { to, messageIds } → 200 { ok } — read receipts for messages it received from `to`
  *   POST /accounts/:phoneNumber/chatstate { to, state: composing|recording|paused } → 200 { ok }
  *   POST /accounts/:phoneNumber/presence { type: available|unavailable } → 200 { ok }
@@ -705,6 +707,17 @@ export function createAdminHandler(
     return send(res, 201, { id });
   });
 
+  on('POST', '/accounts/:phoneNumber/revokes', async (req, res, p) => {
+    const account = accountOf(p.phoneNumber);
+    const body = await readJson(req);
+    const recipient = recipientOf(body, account);
+    const messageId = requireString(body, 'messageId', 128);
+    const target = store.getMessage(account.pn, messageId);
+    if (!target || target.toPn !== recipient.pn) throw new HttpError(400, 'messageId must be a message this phone sent to `to`');
+    const { id } = await ctx.messaging.sendFromPhone(account, recipient, revokeOf(pnJid(recipient.pn), messageId));
+    return send(res, 201, { id });
+  });
+
   on('POST', '/accounts/:phoneNumber/reads', async (req, res, p) => {
     const account = accountOf(p.phoneNumber);
     const body = await readJson(req);
@@ -953,12 +966,7 @@ export function createAdminHandler(
     } else if (body.revoke !== undefined) {
       const target = targetOf(asObject(body.revoke, 'revoke'), 'revoke');
       if (target.fromPn !== from.pn) throw new HttpError(400, 'revoke.messageId must be a message `from` sent');
-      message = {
-        protocolMessage: {
-          type: proto.Message.ProtocolMessage.Type.REVOKE,
-          key: { remoteJid: gjid, fromMe: true, id: target.msgId },
-        },
-      };
+      message = revokeOf(gjid, target.msgId);
     } else {
       let contextInfo: proto.IContextInfo | undefined;
       if (body.replyTo !== undefined) {
@@ -1030,6 +1038,11 @@ function editOf(remoteJid: string, messageId: string, text: string): proto.IMess
       timestampMs: Date.now(),
     },
   };
+}
+
+/** A REVOKE protocol message (delete for everyone) of one of the sender's own messages in chat `remoteJid`. */
+function revokeOf(remoteJid: string, messageId: string): proto.IMessage {
+  return { protocolMessage: { type: proto.Message.ProtocolMessage.Type.REVOKE, key: { remoteJid, fromMe: true, id: messageId } } };
 }
 
 function emojiOf(o: Json, field = 'emoji'): string {

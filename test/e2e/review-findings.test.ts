@@ -74,8 +74,8 @@ describe('issue 17 item 2: chats synced without messages', { timeout: 90_000 }, 
       expect(chat.lastMessage, chat.id).toMatchObject({ body: '', fromMe: false });
       expect((chat.lastMessage as { timestamp: number }).timestamp, chat.id).toBeGreaterThan(0);
     }
-    expect(chats.find((c) => c.id === ALICE_JID)!.lastMessage).toEqual({ body: '', timestamp: newestFrom('+15550101'), fromMe: false });
-    expect(chats.find((c) => c.id === BOB_JID)!.lastMessage).toEqual({ body: '', timestamp: newestFrom('+15550102'), fromMe: false });
+    expect(chats.find((c) => c.id === ALICE_JID)!.lastMessage).toEqual({ body: '', timestamp: newestFrom('+15550101'), fromMe: false, id: null, kind: null });
+    expect(chats.find((c) => c.id === BOB_JID)!.lastMessage).toEqual({ body: '', timestamp: newestFrom('+15550102'), fromMe: false, id: null, kind: null });
     // No messages came with them.
     expect((await s.api('GET', `/connections/${id}/chats/${ALICE_JID}/messages`)).body).toEqual({ messages: [], nextBefore: null, historyStartsAt: null });
 
@@ -85,7 +85,8 @@ describe('issue 17 item 2: chats synced without messages', { timeout: 90_000 }, 
       const chat = list.find((c) => c.id === ALICE_JID);
       return chat?.lastMessage.body === 'now a real message' ? chat : undefined;
     });
-    expect(alice.lastMessage).toMatchObject({ body: 'now a real message', fromMe: false });
+    expect(alice.lastMessage).toMatchObject({ body: 'now a real message', fromMe: false, kind: 'text' });
+    expect((alice.lastMessage as unknown as { id: string }).id).toMatch(new RegExp(`^false_${ALICE_JID}_`));
   });
 });
 

@@ -26,9 +26,9 @@ describe('issue 17: chat ids, empty bodies, chats and messages', () => {
     const { store } = api;
     store.tx(() => {
       store.messages.upsert(connectionId, incomingText(ALICE, 'KEYA1', 100, 'hello'));
-      store.chats.touch(connectionId, { chatId: ALICE, isGroup: false, timestamp: 100, body: 'hello', fromMe: false, unreadDelta: 1 });
+      store.chats.touch(connectionId, { chatId: ALICE, isGroup: false, messageId: messageIdOf(false, ALICE, 'KEYA1'), kind: 'text', timestamp: 100, body: 'hello', fromMe: false, unreadDelta: 1 });
       store.messages.upsert(connectionId, { ...incomingText(GROUP, 'KEYG1', 90, 'group hello'), senderJid: ALICE });
-      store.chats.touch(connectionId, { chatId: GROUP, isGroup: true, timestamp: 90, body: 'group hello', fromMe: false, unreadDelta: 0 });
+      store.chats.touch(connectionId, { chatId: GROUP, isGroup: true, messageId: groupMessage, kind: 'text', timestamp: 90, body: 'group hello', fromMe: false, unreadDelta: 0 });
       store.contacts.upsert(connectionId, { jid: ALICE, lid: ALICE_LID, name: 'Alice', phoneNumber: '+15550101' });
     });
   });
@@ -107,18 +107,18 @@ describe('issue 17: chat ids, empty bodies, chats and messages', () => {
     const chats = (await get<Array<{ id: string; lastMessage: unknown }>>('/chats')).body;
     const last = Object.fromEntries(chats.map((c) => [c.id, c.lastMessage]));
     expect(last).toEqual({
-      [ALICE]: { body: 'hello', timestamp: 100, fromMe: false },
-      [GROUP]: { body: 'group hello', timestamp: 90, fromMe: false },
-      '15550103@s.whatsapp.net': { body: '', timestamp: 1_600_000_000, fromMe: false },
-      '15550104@s.whatsapp.net': { body: '', timestamp: 0, fromMe: false },
+      [ALICE]: { body: 'hello', timestamp: 100, fromMe: false, id: messageIdOf(false, ALICE, 'KEYA1'), kind: 'text' },
+      [GROUP]: { body: 'group hello', timestamp: 90, fromMe: false, id: groupMessage, kind: 'text' },
+      '15550103@s.whatsapp.net': { body: '', timestamp: 1_600_000_000, fromMe: false, id: null, kind: null },
+      '15550104@s.whatsapp.net': { body: '', timestamp: 0, fromMe: false, id: null, kind: null },
     });
     // The first stored message replaces the phone's activity, even when it is older.
     store.tx(() => {
       store.messages.upsert(connectionId, incomingText('15550103@s.whatsapp.net', 'KEYOLD', 1_500_000_000, 'old one'));
-      store.chats.touch(connectionId, { chatId: '15550103@s.whatsapp.net', isGroup: false, timestamp: 1_500_000_000, body: 'old one', fromMe: false, unreadDelta: 0 });
+      store.chats.touch(connectionId, { chatId: '15550103@s.whatsapp.net', isGroup: false, messageId: messageIdOf(false, '15550103@s.whatsapp.net', 'KEYOLD'), kind: 'text', timestamp: 1_500_000_000, body: 'old one', fromMe: false, unreadDelta: 0 });
     });
     const after = (await get<Array<{ id: string; lastMessage: unknown }>>('/chats')).body.find((c) => c.id === '15550103@s.whatsapp.net');
-    expect(after?.lastMessage).toEqual({ body: 'old one', timestamp: 1_500_000_000, fromMe: false });
+    expect(after?.lastMessage).toEqual({ body: 'old one', timestamp: 1_500_000_000, fromMe: false, id: messageIdOf(false, '15550103@s.whatsapp.net', 'KEYOLD'), kind: 'text' });
   });
 
   it('a revoke clears the reactions of the message, as stored and as read', async () => {

@@ -31,10 +31,13 @@ describe('reading and sending', () => {
       // 7 messages with Alice, two sharing a timestamp (paging must not lose either), 1 with Bob.
       const stamps = [100, 200, 300, 300, 400, 500, 600];
       stamps.forEach((ts, i) => {
-        store.messages.upsert(connectionId, message(ALICE, i, ts));
+        const m = message(ALICE, i, ts);
+        store.messages.upsert(connectionId, m);
         store.chats.touch(connectionId, {
           chatId: ALICE,
           isGroup: false,
+          messageId: m.id,
+          kind: 'text',
           timestamp: ts,
           body: `message ${i}`,
           fromMe: false,
@@ -45,6 +48,8 @@ describe('reading and sending', () => {
       store.chats.touch(connectionId, {
         chatId: BOB,
         isGroup: false,
+        messageId: message(BOB, 99, 50).id,
+        kind: 'text',
         timestamp: 50,
         body: 'message 99',
         fromMe: false,
@@ -65,14 +70,14 @@ describe('reading and sending', () => {
           id: ALICE,
           name: 'Alice',
           isGroup: false,
-          lastMessage: { body: 'message 6', timestamp: 600, fromMe: false },
+          lastMessage: { body: 'message 6', timestamp: 600, fromMe: false, id: message(ALICE, 6, 600).id, kind: 'text' },
           unread: 7,
         },
         {
           id: BOB,
           name: 'Bob',
           isGroup: false,
-          lastMessage: { body: 'message 99', timestamp: 50, fromMe: false },
+          lastMessage: { body: 'message 99', timestamp: 50, fromMe: false, id: message(BOB, 99, 50).id, kind: 'text' },
           unread: 0,
         },
       ]);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
-import { downloadMediaMessage, type WAMessage } from '@whiskeysockets/baileys';
+import { downloadMediaMessage, proto, type WAMessage } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
 import { sandboxTrust, type SandboxTrust } from '../../service/engine/sandbox-trust.ts';
 import { connectClient, type TestClient } from './baileys-client.ts';
@@ -286,7 +286,7 @@ describe('sandbox messaging: every type, both directions', () => {
     expect((await receivedById(ALICE, reply!.key.id!)).revoked).toBe(true);
   });
 
-  it('contact → client: reactions (and removal) and edits arrive as Baileys events', async () => {
+  it('contact → client: reactions (and removal), edits and revokes arrive as Baileys events', async () => {
     const mine = await c.sock.sendMessage(ALICE_JID, { text: 'react to me' });
     await receivedById(ALICE, mine!.key.id!);
     const r = await api<{ id: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/reactions`, {
@@ -326,6 +326,16 @@ describe('sandbox messaging: every type, both directions', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain('messageId');
+
+    // a contact deletes one of its messages for everyone: Baileys gets the REVOKE naming it
+    const rv = await api<{ id: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/revokes`, { to: PHONE, messageId: hers.body.id });
+    expect(rv.status).toBe(201);
+    const revoke = await upserted(rv.body.id);
+    expect(revoke.message?.protocolMessage).toMatchObject({ type: proto.Message.ProtocolMessage.Type.REVOKE, key: { id: hers.body.id } });
+    // only that phone's own messages to `to`
+    const notHers = await api<{ message: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/revokes`, { to: PHONE, messageId: mine!.key.id });
+    expect(notHers.status).toBe(400);
+    expect(notHers.body.message).toContain('messageId');
   });
 
   it('reads both ways: status 4 on the client, read receipts seen by the phone', async () => {

@@ -167,7 +167,7 @@ describe('store', () => {
     ];
     for (const [i, c] of chats.entries()) {
       store.chats.upsertMeta(connectionId, { id: c.id, name: c.name, isGroup: c.isGroup ?? false });
-      store.chats.touch(connectionId, { chatId: c.id, isGroup: c.isGroup ?? false, timestamp: 1_700_000_000 + i, body: 'x', fromMe: false, unreadDelta: 0 });
+      store.chats.touch(connectionId, { chatId: c.id, isGroup: c.isGroup ?? false, messageId: `false_${c.id}_K${i}`, kind: 'text', timestamp: 1_700_000_000 + i, body: 'x', fromMe: false, unreadDelta: 0 });
     }
     const ids = (q: string) => store.chats.list(connectionId, { limit: 50, offset: 0, unreadOnly: false, q }).map((c) => c.id);
     expect(ids('alice')).toEqual(['15550101@s.whatsapp.net']);

@@ -122,8 +122,8 @@ describe('polls in the store', () => {
 
 describe('status posts and kinds in the store', () => {
   it('hides status@broadcast from the chat list unless asked', () => {
-    store.chats.touch(connectionId, { chatId: 'status@broadcast', isGroup: false, timestamp: 5, body: 'story', fromMe: false, unreadDelta: 0 });
-    store.chats.touch(connectionId, { chatId: ALICE, isGroup: false, timestamp: 4, body: 'hi', fromMe: false, unreadDelta: 1 });
+    store.chats.touch(connectionId, { chatId: 'status@broadcast', isGroup: false, messageId: 'false_status@broadcast_S1', kind: 'text', timestamp: 5, body: 'story', fromMe: false, unreadDelta: 0 });
+    store.chats.touch(connectionId, { chatId: ALICE, isGroup: false, messageId: `false_${ALICE}_K1`, kind: 'text', timestamp: 4, body: 'hi', fromMe: false, unreadDelta: 1 });
     expect(store.chats.list(connectionId, { limit: 10, offset: 0, unreadOnly: false }).map((c) => c.id)).toEqual([ALICE]);
     expect(store.chats.list(connectionId, { limit: 10, offset: 0, unreadOnly: false, includeStatus: true }).map((c) => c.id)).toEqual([
       'status@broadcast',

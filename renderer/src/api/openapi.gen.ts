@@ -1574,10 +1574,13 @@ export interface paths {
                         "application/json": {
                             id: string;
                             isGroup: boolean;
-                            /** @description The newest stored message; with none stored: body "", the last activity the phone reported (else 0), fromMe false */
+                            /** @description The newest stored message, following its edits and revokes; with none stored: body "", the last activity the phone reported (else 0), fromMe false, id and kind null */
                             lastMessage: {
+                                /** @description Its current text: an edit replaces it; "" once deleted for everyone */
                                 body: string;
                                 fromMe: boolean;
+                                id: string | null;
+                                kind: ("text" | "image" | "video" | "audio" | "document" | "location" | "contact" | "sticker" | "poll" | "album" | "buttons_response" | "list_response" | "revoked" | "undecryptable" | "unsupported") | null;
                                 timestamp: number;
                             };
                             name: string;

@@ -1,7 +1,7 @@
 /**
  * Chats of the selected connection: the list (newest first) paged from the server as the operator scrolls
  * (PAGE_SIZE at a time), the filter (`q`, answered by the server over every chat), the unread-only switch, the
- * open chat, live bumps.
+ * open chat, live bumps, and previews that follow live edits and deletes of their message.
  */
 import { create } from 'zustand';
 import type { ApiClient } from '../api/client.ts';
@@ -26,13 +26,28 @@ interface ChatsState {
   /** The next page, appended (no-op while one is loading or when none is left). */
   loadMore(client: ApiClient): Promise<void>;
   open(chatId: string | null): void;
-  /** A message seen live (incoming or sent): moves its chat to the top, counts unread. */
-  applyMessage(connectionId: string, m: Pick<Message, 'chatId' | 'text' | 'timestamp' | 'fromMe'> & { pushName?: string }): boolean;
+  /** A message seen live (incoming or sent): becomes its chat's preview, moves the chat to the top, counts unread. */
+  applyMessage(connectionId: string, m: Pick<Message, 'id' | 'chatId' | 'kind' | 'text' | 'timestamp' | 'fromMe'> & { pushName?: string }): boolean;
+  /** A message edited live: its chat's preview takes the new text when it is that message (`lastMessage.id`). */
+  applyEdit(connectionId: string, chatId: string, messageId: string, text: string): void;
+  /** A message deleted for everyone live: its chat's preview loses its text and shows it deleted when it is that message. */
+  applyRevoke(connectionId: string, chatId: string, messageId: string): void;
   markReadLocally(chatId: string): void;
 }
 
 /** Chats per page of the list. */
 export const PAGE_SIZE = 100;
+
+/** Replaces the preview of `chatId` when it is the message `messageId`; the list's order stays (the time is the same). */
+function updatePreview(connectionId: string, chatId: string, messageId: string, change: (last: Chat['lastMessage']) => Chat['lastMessage']): void {
+  const s = useChats.getState();
+  if (s.connectionId !== connectionId) return;
+  const i = s.items.findIndex((c) => c.id === chatId && c.lastMessage.id === messageId);
+  if (i === -1) return;
+  const items = s.items.slice();
+  items[i] = { ...items[i]!, lastMessage: change(items[i]!.lastMessage) };
+  useChats.setState({ items });
+}
 
 export const useChats = create<ChatsState>((set, get) => ({
   connectionId: null,
@@ -103,12 +118,20 @@ export const useChats = create<ChatsState>((set, get) => ({
       id: m.chatId,
       name: prev?.name ?? m.pushName ?? m.chatId.split('@')[0]!,
       isGroup: prev?.isGroup ?? m.chatId.endsWith('@g.us'),
-      lastMessage: { body: m.text, timestamp: m.timestamp, fromMe: m.fromMe },
+      lastMessage: { body: m.text, timestamp: m.timestamp, fromMe: m.fromMe, id: m.id, kind: m.kind },
       unread: m.fromMe || isOpen ? (prev?.unread ?? 0) : (prev?.unread ?? 0) + 1,
     };
     const rest = s.items.filter((c) => c.id !== m.chatId);
     set({ items: [chat, ...rest] });
     return prev !== undefined;
+  },
+
+  applyEdit(connectionId, chatId, messageId, text) {
+    updatePreview(connectionId, chatId, messageId, (last) => ({ ...last, body: text }));
+  },
+
+  applyRevoke(connectionId, chatId, messageId) {
+    updatePreview(connectionId, chatId, messageId, (last) => ({ ...last, body: '', kind: 'revoked' }));
   },
 
   markReadLocally(chatId) {

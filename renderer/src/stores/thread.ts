@@ -1,6 +1,6 @@
 /**
  * The open chat's messages, oldest first, paged backwards with `nextBefore`; `historyStartsAt` once the end of
- * the synced history is reached. Live messages, acks, reactions and edits are merged in by id.
+ * the synced history is reached. Live messages, acks, reactions, edits and deletes for everyone are merged in by id.
  */
 import { create } from 'zustand';
 import type { ApiClient } from '../api/client.ts';
@@ -43,6 +43,11 @@ interface ThreadState {
   /** One sender's reaction ("" removes it). */
   applyReaction(messageId: string, senderJid: string, emoji: string): void;
   applyEdit(messageId: string, text: string): void;
+  /**
+   * A message deleted for everyone: shown deleted as the API returns it (kind `revoked`, type `text`, no text, media,
+   * structured content or reactions); a reply or an edit of it in the composer is dropped.
+   */
+  applyRevoke(messageId: string): void;
   setReplyTo(m: Message | null): void;
   setEditing(m: Message | null): void;
   setTyping(on: boolean): void;
@@ -190,6 +195,32 @@ export const useThread = create<ThreadState>((set, get) => ({
 
   applyEdit(messageId, text) {
     set((s) => ({ messages: s.messages.map((m) => (m.id === messageId ? { ...m, text, edited: true } : m)) }));
+  },
+
+  applyRevoke(messageId) {
+    set((s) => ({
+      messages: s.messages.map((m) =>
+        m.id === messageId
+          ? {
+              ...m,
+              kind: 'revoked',
+              type: 'text',
+              rawType: null,
+              text: '',
+              media: null,
+              location: null,
+              contacts: null,
+              poll: null,
+              selection: null,
+              album: null,
+              reactions: [],
+              edited: false,
+            }
+          : m,
+      ),
+      ...(s.replyTo?.id === messageId && { replyTo: null }),
+      ...(s.editing?.id === messageId && { editing: null }),
+    }));
   },
 
   setReplyTo(m) {

@@ -8,7 +8,7 @@ import { Badge, Button, Group, Paper, ScrollArea, Stack, Switch, Text, TextInput
 import { IconMessagePlus, IconSearch } from '@tabler/icons-react';
 import { useDebouncedValue, useMediaQuery } from '@mantine/hooks';
 import { useEffect, useRef, useState } from 'react';
-import type { SearchResult } from '../api/types.ts';
+import type { Chat, SearchResult } from '../api/types.ts';
 import { Snippet } from '../components/Snippet.tsx';
 import { Empty, ErrorState, Loading } from '../components/StateViews.tsx';
 import { useChats } from '../stores/chats.ts';
@@ -29,6 +29,26 @@ export function formatTime(ts: number): string {
   return d.toDateString() === today.toDateString()
     ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
     : d.toLocaleDateString([], { month: 'short', day: 'numeric' });
+}
+
+/**
+ * The line under a chat's name: its last message's text ("You: " before your own), `[kind]` for one without text, and
+ * a deleted mark, without any of the text, once that message was deleted for everyone.
+ */
+export function ChatPreview({ last }: { last: Chat['lastMessage'] }) {
+  if (last.kind === 'revoked') {
+    return (
+      <Text size="xs" c="dimmed" fs="italic" truncate data-testid="chat-preview" data-revoked="true">
+        {last.fromMe ? 'You deleted this message' : 'This message was deleted'}
+      </Text>
+    );
+  }
+  const body = last.body || (last.kind && last.kind !== 'text' ? `[${last.kind}]` : '');
+  return (
+    <Text size="xs" c="dimmed" truncate data-testid="chat-preview">
+      {body ? `${last.fromMe ? 'You: ' : ''}${body}` : ''}
+    </Text>
+  );
 }
 
 /** Message hits shown under the chat list while it is filtered. */
@@ -196,9 +216,7 @@ export function ChatsView() {
                     </Text>
                   </Group>
                   <Group justify="space-between" wrap="nowrap" gap="xs">
-                    <Text size="xs" c="dimmed" truncate>
-                      {c.lastMessage ? `${c.lastMessage.fromMe ? 'You: ' : ''}${c.lastMessage.body}` : ''}
-                    </Text>
+                    <ChatPreview last={c.lastMessage} />
                     {c.unread > 0 && (
                       <Badge size="sm" circle color="teal" data-testid="unread-badge" aria-label={`${c.unread} unread`}>
                         {c.unread}

@@ -93,6 +93,7 @@ export function Composer({
   const client = useClient();
   const { replyTo, editing, setReplyTo, setEditing, upsert, remove, applyEdit } = useThread();
   const applyMessage = useChats((s) => s.applyMessage);
+  const applyChatEdit = useChats((s) => s.applyEdit);
   const [text, setText] = useState('');
   const [skipPresence, setSkipPresence] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -130,7 +131,7 @@ export function Composer({
 
   const sent = (m: Awaited<ReturnType<typeof client.sendText>>) => {
     upsert(m);
-    applyMessage(connectionId, { chatId: m.chatId, text: m.text || `[${m.type}]`, timestamp: m.timestamp, fromMe: true });
+    applyMessage(connectionId, { id: m.id, chatId: m.chatId, kind: m.kind, text: m.text, timestamp: m.timestamp, fromMe: true });
   };
 
   const run = async (what: string, fn: () => Promise<void>) => {
@@ -159,6 +160,7 @@ export function Composer({
       void run('Edit', async () => {
         const m = await client.editMessage(connectionId, target.id, { chatId, text: body });
         applyEdit(target.id, m?.text ?? body);
+        applyChatEdit(connectionId, chatId, target.id, m?.text ?? body);
         setEditing(null);
         setText('');
       });

@@ -18,6 +18,7 @@ import {
 import { memo, useState } from 'react';
 import { errorMessage } from '../api/client.ts';
 import type { Message } from '../api/types.ts';
+import { useChats } from '../stores/chats.ts';
 import { canEdit, groupReactions, useThread } from '../stores/thread.ts';
 import { useClient } from '../stores/session.ts';
 import { MediaView } from './MediaView.tsx';
@@ -119,6 +120,7 @@ export const MessageBubble = memo(function MessageBubble({
   const revoke = async () => {
     try {
       upsert(await client.revokeMessage(connectionId, m.id, m.chatId));
+      useChats.getState().applyRevoke(connectionId, m.chatId, m.id);
     } catch (err) {
       notifications.show({ color: 'red', title: 'Delete failed', message: errorMessage(err) });
     }
@@ -157,8 +159,8 @@ export const MessageBubble = memo(function MessageBubble({
               <Text size="xs" fw={600}>
                 {quoted.fromMe ? 'You' : quoted.senderPushName || quoted.senderJid}
               </Text>
-              <Text size="xs" lineClamp={2}>
-                {quoted.text || `[${quoted.type}]`}
+              <Text size="xs" lineClamp={2} {...(quoted.kind === 'revoked' && { fs: 'italic' })}>
+                {quoted.kind === 'revoked' ? 'This message was deleted' : quoted.text || `[${quoted.type}]`}
               </Text>
             </>
           ) : (
@@ -179,7 +181,7 @@ export const MessageBubble = memo(function MessageBubble({
       {m.media && <MediaView media={m.media} type={m.type} />}
       <MessageBody m={m} />
       <Group gap={4} justify="flex-end" wrap="nowrap" mt={2}>
-        {(m.edited || m.editedAt != null) && (
+        {m.kind !== 'revoked' && (m.edited || m.editedAt != null) && (
           <Text size="xs" c="dimmed">
             edited
           </Text>

@@ -98,6 +98,8 @@ export function MessageList({ connectionId }: { connectionId: string }) {
   /** scrollTop at the last scroll event, to tell the operator scrolling up from content growing below. */
   const lastTop = useRef(0);
   const [announcement, setAnnouncement] = useState('');
+  /** The message the announcement quotes: deleted for everyone, its text leaves the announcement too. */
+  const announcedId = useRef<string | undefined>(undefined);
   /** Scrolled away from the newest messages: the jump button shows, with the incoming messages since. */
   const [away, setAway] = useState(false);
   const [unseen, setUnseen] = useState(0);
@@ -145,6 +147,10 @@ export function MessageList({ connectionId }: { connectionId: string }) {
     if (!el) return;
     const hit = highlightId ? messages.findIndex((m) => m.id === highlightId) : -1;
     const last = messages.at(-1);
+    if (announcedId.current && messages.some((m) => m.id === announcedId.current && m.kind === 'revoked')) {
+      announcedId.current = undefined;
+      setAnnouncement('');
+    }
     if (!last) {
       // Another chat is opening (or the same one again, at a search hit): nothing is unseen in it yet, and its hit
       // is scrolled to even when it is the one scrolled to last time.
@@ -166,6 +172,7 @@ export function MessageList({ connectionId }: { connectionId: string }) {
       }
       if (!first && last && !last.fromMe && !last.local) {
         setAnnouncement(`New message from ${senderName(last)}: ${last.text || `[${last.type}]`}`);
+        announcedId.current = last.id;
         if (!atBottom.current) setUnseen((n) => n + 1);
       }
     }

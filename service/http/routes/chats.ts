@@ -1,6 +1,7 @@
 /** `GET /api/connections/:id/chats` (interface-spec §4.2): chats by most recent message; `offset` counts chats. */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, Limit, Offset } from '../schemas.ts';
+import { MESSAGE_KINDS } from '../../db/messages.ts';
+import { ConnectionParams, Limit, Nullable, Offset } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -9,10 +10,22 @@ export const ChatSchema = Type.Object({
   name: Type.String(),
   isGroup: Type.Boolean(),
   lastMessage: Type.Object(
-    { body: Type.String(), timestamp: Type.Integer(), fromMe: Type.Boolean() },
+    {
+      body: Type.String({ description: 'Its current text: an edit replaces it; "" once deleted for everyone' }),
+      timestamp: Type.Integer(),
+      fromMe: Type.Boolean(),
+      id: Nullable(Type.String({ description: 'Addition: the message id; null when no message of the chat is stored' })),
+      kind: Nullable(
+        Type.Union(
+          MESSAGE_KINDS.map((t) => Type.Literal(t)),
+          { description: 'Addition: the message kind (`revoked` once deleted for everyone); null when none is stored' },
+        ),
+      ),
+    },
     {
       description:
-        'The newest stored message; with none stored: body "", the last activity the phone reported (else 0), fromMe false',
+        'The newest stored message, following its edits and revokes; with none stored: body "", the last activity the ' +
+        'phone reported (else 0), fromMe false, id and kind null',
     },
   ),
   unread: Type.Integer(),
