@@ -272,7 +272,7 @@ interface ReactionRow {
   timestamp: number;
 }
 
-/** Message id of the spec's shape `<fromMe>_<chatId>_<key.id>` (DESIGN.md §4). */
+/** Message id of the spec's shape `<fromMe>_<chatId>_<key.id>` (docs/architecture.md § Ids). */
 export function messageIdOf(fromMe: boolean, chatId: string, keyId: string): string {
   return `${fromMe}_${chatId}_${keyId}`;
 }
