@@ -222,11 +222,6 @@ function setting(src: Sources, name: SettingName): Setting | undefined {
   return undefined;
 }
 
-/** Where setting `name` would be taken from with these flags, environment and file values. */
-export function settingOrigin(name: SettingName, flags: ConfigFlags, env: Env, file: SettingsFileValues): SettingOrigin {
-  return setting(sourcesOf(flags, env, { file }), name)?.origin ?? 'default';
-}
-
 /** The settings the console edits, as these sources set them (the desktop subset of the table), with their origins. */
 export interface DesktopSettingValues {
   port: number;

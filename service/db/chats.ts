@@ -53,8 +53,6 @@ const CHAT_JSON_SQL = `format('{"id":%s,"name":%s,"isGroup":%s,"lastMessage":{"b
     CASE c.last_from_me WHEN 1 THEN 'true' ELSE 'false' END,
     CAST(c.unread AS INTEGER))`;
 
-export type ChatsRepo = ReturnType<typeof chatsRepo>;
-
 /**
  * Options of `list`: `q` keeps the chats whose name, contact name, push name or JID contains it (case-insensitive
  * for ASCII; a phone number matches its JID's digits); the status posts pseudo-chat (`status@broadcast`) only with

@@ -84,8 +84,6 @@ export function sessionNameFor(userId: string, connectionId: string): string {
   return `u_${short(userId)}_s_${short(connectionId)}`;
 }
 
-export type ConnectionsRepo = ReturnType<typeof connectionsRepo>;
-
 /** Named queries over `connections`. */
 export function connectionsRepo(db: Db) {
   const q = {

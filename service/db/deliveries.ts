@@ -109,8 +109,6 @@ export type DeliveryOutcome =
 /** `lastError` of a delivery a paused webhook held longer than the event retention. */
 export const HELD_TOO_LONG = 'held longer than the event retention while the webhook was paused';
 
-export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
-
 /**
  * @param locked runs a write of this repository's own (a transaction outside the store's `tx`/`ingest`) holding the
  *   threads' write lock (store.ts `withWriteLock`): with session threads, a writer that found SQLite's lock taken

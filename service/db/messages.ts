@@ -359,8 +359,6 @@ function chatPages<R, M>(src: PageSource<R, M>) {
   return { page, pageAfter, pageAround };
 }
 
-export type MessagesRepo = ReturnType<typeof messagesRepo>;
-
 /**
  * Named queries over `messages`. Every write keeps the full-text index (`search`, search.ts) in step in the same
  * transaction: inserts and edits (re)index the message, revokes remove it.
@@ -429,10 +427,6 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     oldest: db.prepare(
       `SELECT timestamp FROM messages WHERE connection_id = ? AND chat_id = ? ORDER BY timestamp ASC, seq ASC LIMIT 1`,
     ),
-    latestIncomingRaw: db.prepare(
-      `SELECT raw FROM messages WHERE connection_id = ? AND chat_id = ? AND from_me = 0 AND raw IS NOT NULL
-       ORDER BY timestamp DESC, seq DESC LIMIT 1`,
-    ),
     setAck: db.prepare(
       `UPDATE messages SET ack = ? WHERE connection_id = ? AND id = ? AND (ack IS NULL OR ack < ? OR ? = 0)`,
     ),
@@ -467,7 +461,8 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     ),
     deleteReaction: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ? AND sender_jid = ?`),
     deleteReactions: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ?`),
-    unreadIncoming: db.prepare(
+    // The newest incoming messages, whether read or not: the caller chooses how many (markRead: the unread count).
+    latestIncoming: db.prepare(
       `SELECT raw FROM messages WHERE connection_id = ? AND chat_id = ? AND from_me = 0 AND raw IS NOT NULL
        ORDER BY timestamp DESC, seq DESC LIMIT ?`,
     ),
@@ -673,9 +668,12 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       else q.setReaction.run(connectionId, messageId, senderJid, emoji, timestamp);
       return true;
     },
-    /** Raw WebMessageInfo of up to `limit` newest incoming messages of a chat (read receipts). */
+    /**
+     * Raw WebMessageInfo of up to `limit` newest incoming messages of a chat, newest first (read receipts: markRead
+     * asks for as many as the chat's unread count, which are the unread ones).
+     */
     latestIncomingRaws(connectionId: string, chatId: string, limit: number): Buffer[] {
-      return (q.unreadIncoming.all(connectionId, chatId, limit) as Array<{ raw: Buffer }>).map((r) => r.raw);
+      return (q.latestIncoming.all(connectionId, chatId, limit) as Array<{ raw: Buffer }>).map((r) => r.raw);
     },
     /** Number of incoming messages of a chat newer than `timestamp` (unread after a read receipt). */
     countIncomingAfter(connectionId: string, chatId: string, timestamp: number): number {
@@ -737,7 +735,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     },
     /** Raw WebMessageInfo of the newest incoming message of a chat (to send its read receipt). */
     latestIncomingRaw(connectionId: string, chatId: string): Buffer | undefined {
-      return ((q.latestIncomingRaw.get(connectionId, chatId) as { raw: Buffer } | undefined)?.raw) ?? undefined;
+      return (q.latestIncoming.get(connectionId, chatId, 1) as { raw: Buffer } | undefined)?.raw;
     },
     /** Raises the ack of an own message (0 = error always applies). Returns true when the row changed. */
     setAck(connectionId: string, id: string, ack: number): boolean {
