@@ -1,7 +1,8 @@
 /**
  * Secrets of the install (the desktop's operator token, later the DEK and provider keys) behind one interface:
  * the OS keychain through `@napi-rs/keyring` (macOS Keychain, Windows Credential Manager, Secret Service on
- * Linux — never the kernel keyring), or, when no keychain answers, a 0600 JSON file in the data directory that is reported as degraded.
+ * Linux — never the kernel keyring), or, when no keychain answers, a 0600 JSON file in the data directory that is
+ * reported as degraded.
  * Never imports electron: the same store works headless and in the desktop app.
  */
 import fs from 'node:fs';

@@ -46,7 +46,19 @@ vi.mock('electron', () => {
     } as Record<string, unknown>,
     { get: (t, key) => (key in t ? t[key as string] : key === 'then' ? undefined : standIn(`app.${String(key)}`)) },
   );
-  const names = ['BrowserWindow', 'Menu', 'Tray', 'dialog', 'ipcMain', 'ipcRenderer', 'contextBridge', 'nativeImage', 'session', 'shell', 'utilityProcess'];
+  const names = [
+    'BrowserWindow',
+    'Menu',
+    'Tray',
+    'dialog',
+    'ipcMain',
+    'ipcRenderer',
+    'contextBridge',
+    'nativeImage',
+    'session',
+    'shell',
+    'utilityProcess',
+  ];
   const module = { app, ...Object.fromEntries(names.map((n) => [n, standIn(n)])) };
   return { ...module, default: module };
 });
@@ -123,7 +135,14 @@ describe('importing the desktop shell (main/, preload/) with Electron replaced',
   });
 
   it('finds the modules', () => {
-    expect(files).toEqual(expect.arrayContaining(['main/index.ts', 'main/service-host.ts', 'main/service-supervisor.ts', 'preload/index.cts']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'main/index.ts',
+        'main/service-host.ts',
+        'main/service-supervisor.ts',
+        'preload/index.cts',
+      ]),
+    );
   });
 
   it('starts nothing: no server, no process, no file, no window', async () => {
@@ -147,7 +166,8 @@ describe('importing the desktop shell (main/, preload/) with Electron replaced',
     while (Date.now() - started < 2_000 && sideEffects().length === 0) await new Promise((r) => setTimeout(r, 50));
     expect(sideEffects()).toEqual([]);
 
-    const handles = (list: string[]) => list.filter((r) => /TCP|Pipe|Process|UDP|Worker|MessagePort|FSEvent|StatWatcher/.test(r)).sort();
+    const handles = (list: string[]) =>
+      list.filter((r) => /TCP|Pipe|Process|UDP|Worker|MessagePort|FSEvent|StatWatcher/.test(r)).sort();
     expect(handles(process.getActiveResourcesInfo())).toEqual(handles(resourcesBefore));
   });
 
@@ -159,7 +179,7 @@ describe('importing the desktop shell (main/, preload/) with Electron replaced',
 });
 
 describe('the window and tray icon', () => {
-  it('is the checkout\'s resources/icon.png in development, from main/ or dist/main/', async () => {
+  it("is the checkout's resources/icon.png in development, from main/ or dist/main/", async () => {
     const { appIconPath, SOURCE_ICON } = await import('../../main/app-icon.ts');
     for (const mainDir of [path.join(root, 'main'), path.join(root, 'dist', 'main')]) {
       expect(appIconPath({ packaged: false, resourcesPath: '/unused', mainDir })).toBe(path.join(root, SOURCE_ICON));
@@ -174,9 +194,9 @@ describe('the window and tray icon', () => {
     expect(shipped, 'electron-builder.yml has no extraResources entry for the icon').not.toBeNull();
     expect(shipped![1]).toBe(SOURCE_ICON);
     const resourcesPath = path.join(os.tmpdir(), 'Switchboard', 'resources');
-    expect(appIconPath({ packaged: true, resourcesPath, mainDir: path.join(resourcesPath, 'app.asar', 'dist', 'main') })).toBe(
-      path.join(resourcesPath, shipped![2]!),
-    );
+    expect(
+      appIconPath({ packaged: true, resourcesPath, mainDir: path.join(resourcesPath, 'app.asar', 'dist', 'main') }),
+    ).toBe(path.join(resourcesPath, shipped![2]!));
     expect(shipped![2]).toBe(PACKAGED_ICON);
   });
 });

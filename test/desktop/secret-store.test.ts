@@ -41,7 +41,7 @@ describe('FileSecretStore (degraded fallback)', () => {
 });
 
 describe('no test reaches the user\'s keychain', () => {
-  it('pins every keychain entry to the Secret Service on Linux: never the kernel keyring, which no environment redirects', async () => {
+  it('pins every keychain entry to the Secret Service on Linux (never the kernel keyring: no environment redirects it)', async () => {
     const options: unknown[] = [];
     vi.doMock('@napi-rs/keyring', () => ({
       Entry: class {
@@ -69,11 +69,13 @@ describe('no test reaches the user\'s keychain', () => {
       vi.resetModules();
     }
     expect(options.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(options.map((o) => JSON.stringify(o)))).toEqual(new Set([JSON.stringify({ linux: { store: 'secret-service' } })]));
+    const pinned = JSON.stringify({ linux: { store: 'secret-service' } });
+    expect(new Set(options.map((o) => JSON.stringify(o)))).toEqual(new Set([pinned]));
   });
 
   // macOS's Keychain and Windows' Credential Manager cannot be pointed elsewhere by an environment.
-  it.skipIf(process.platform !== 'linux')('finds no keychain in the test run: its Secret Service address leads nowhere', async () => {
+  const linuxOnly = it.skipIf(process.platform !== 'linux');
+  linuxOnly('finds no keychain in the test run: its Secret Service address leads nowhere', async () => {
     expect(process.env.DBUS_SESSION_BUS_ADDRESS).toContain(os.homedir()); // the run's own home (vitest globalSetup)
     await expect(openKeychain()).rejects.toThrow();
     const reasons: string[] = [];

@@ -99,7 +99,8 @@ export default function setup(): () => void {
   if (process.env.DISPLAY && !process.env.XAUTHORITY && fs.existsSync(xauthority)) process.env.XAUTHORITY = xauthority;
   Object.assign(process.env, env);
   const isolated = defaultDataDir(false, { platform, env: process.env, homedir: os.homedir() });
-  if (isolated === real || !isolated.startsWith(home)) throw new Error(`the test home did not move the default data dir (${isolated})`);
+  if (isolated === real || !isolated.startsWith(home))
+    throw new Error(`the test home did not move the default data dir (${isolated})`);
 
   return () => {
     const problems: string[] = [];

@@ -26,12 +26,14 @@ describe('dead code', () => {
     const files = SOURCES.flatMap(filesUnder);
     const texts = new Map(files.map((f) => [f, fs.readFileSync(f, 'utf8')]));
     const words = new Map<string, number>();
-    for (const text of texts.values()) for (const w of text.match(/[A-Za-z_$][\w$]*/g) ?? []) words.set(w, (words.get(w) ?? 0) + 1);
+    for (const text of texts.values())
+      for (const w of text.match(/[A-Za-z_$][\w$]*/g) ?? []) words.set(w, (words.get(w) ?? 0) + 1);
 
     const dead: string[] = [];
     for (const [file, text] of texts) {
       if (!CHECKED.some((dir) => file.startsWith(`${dir}${path.sep}`))) continue;
-      const exported = /^export (?:declare )?(?:async )?(?:function\*?|const|let|class|abstract class|type|interface|enum) ([A-Za-z_$][\w$]*)/gm;
+      const exported =
+        /^export (?:declare )?(?:async )?(?:function\*?|const|let|class|abstract class|type|interface|enum) ([A-Za-z_$][\w$]*)/gm;
       for (const [, name] of text.matchAll(exported)) if ((words.get(name!) ?? 0) <= 1) dead.push(`${file}: ${name}`);
     }
     expect(files.length).toBeGreaterThan(100);

@@ -30,18 +30,34 @@ function packagesOf(file: string): string[] {
   const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true, kind);
   const specifiers: string[] = [];
   const walk = (node: ts.Node) => {
-    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
-    else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
-    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && !node.isTypeOnly)
+    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly)
+      specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
+    else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly)
+      specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
+    else if (
+      ts.isImportEqualsDeclaration(node) &&
+      ts.isExternalModuleReference(node.moduleReference) &&
+      !node.isTypeOnly
+    )
       specifiers.push((node.moduleReference.expression as ts.StringLiteral).text);
-    else if (ts.isCallExpression(node) && node.arguments[0] && ts.isStringLiteral(node.arguments[0]) && loads(node.expression))
+    else if (
+      ts.isCallExpression(node) &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0]) &&
+      loads(node.expression)
+    )
       specifiers.push(node.arguments[0].text);
     ts.forEachChild(node, walk);
   };
   walk(source);
   return specifiers
     .filter((s) => !s.startsWith('.') && !s.startsWith('node:'))
-    .map((s) => s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/'));
+    .map((s) =>
+      s
+        .split('/')
+        .slice(0, s.startsWith('@') ? 2 : 1)
+        .join('/'),
+    );
 }
 
 describe('package.json dependencies', () => {

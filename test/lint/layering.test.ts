@@ -116,10 +116,11 @@ function importGraph(entry: string): { files: string[]; packages: string[] } {
     const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
     const specifiers: string[] = [];
     const walk = (node: ts.Node) => {
-      if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
-      else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) specifiers.push((node.moduleSpecifier as ts.StringLiteral).text);
+      const text = (n: ts.Expression) => (n as ts.StringLiteral).text;
+      if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) specifiers.push(text(node.moduleSpecifier));
+      else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) specifiers.push(text(node.moduleSpecifier));
       else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && ts.isStringLiteral(node.arguments[0]!))
-        specifiers.push(node.arguments[0].text);
+        specifiers.push(text(node.arguments[0]));
       ts.forEachChild(node, walk);
     };
     walk(source);
