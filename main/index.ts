@@ -28,11 +28,16 @@ import {
 import { clearSandboxOnlyVariables, resolveDataDir, resolveSandboxMode } from '../service/config/service-config.ts';
 import { openSecretStore, type SecretStore } from '../service/secrets/secret-store.ts';
 import { VERSION } from '../service/config/version.ts';
+import { appIconPath } from './app-icon.ts';
+import { SERVICE_HOST_ENTRY, type HostToMain } from './host-protocol.ts';
 import { ensureOperatorToken } from './operator-token.ts';
 import { hardenSession, hardenWebContents, isAllowedExternalUrl } from './security.ts';
-import type { HostToMain } from './service-host.ts';
 import { ServiceSupervisor, type HostProcess, type SupervisorNotice } from './service-supervisor.ts';
 import { startUpdater } from './updater.ts';
+
+// The name the desktop shows (menus, the window list, the user-data folder): a development run would show
+// "Electron", the name of the binary it runs on. Before anything reads a path derived from it (the instance lock).
+app.setName('Switchboard');
 
 // A packaged app is sealed: nothing in its environment may point it at another WhatsApp server or trust anchor.
 if (app.isPackaged) {
@@ -41,7 +46,7 @@ if (app.isPackaged) {
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const resources = app.isPackaged ? process.resourcesPath : path.resolve(here, '../..');
+const iconFile = appIconPath({ packaged: app.isPackaged, resourcesPath: process.resourcesPath, mainDir: here });
 
 let service: ServiceSupervisor | undefined;
 let win: BrowserWindow | undefined;
@@ -82,7 +87,7 @@ function serviceOrigin(): string | undefined {
 
 /** The service's process: Electron's utilityProcess running main/service-host.ts with the shell's environment. */
 function forkServiceHost(env: Record<string, string>): HostProcess {
-  const child = utilityProcess.fork(path.join(here, 'service-host.js'), [], {
+  const child = utilityProcess.fork(path.join(here, SERVICE_HOST_ENTRY), [], {
     serviceName: 'Switchboard service',
     env: { ...process.env, ...env },
     stdio: 'inherit',
@@ -166,7 +171,7 @@ function showWindow(): void {
     minWidth: 900,
     minHeight: 600,
     title: 'Switchboard',
-    icon: path.join(resources, 'resources/icon.png'),
+    icon: iconFile,
     show: false,
     webPreferences: {
       preload: path.join(here, '../preload/index.cjs'),
@@ -194,7 +199,7 @@ function showWindow(): void {
 }
 
 function createTray(): void {
-  const icon = nativeImage.createFromPath(path.join(resources, 'resources/icon.png')).resize({ width: 18, height: 18 });
+  const icon = nativeImage.createFromPath(iconFile).resize({ width: 18, height: 18 });
   tray = new Tray(icon);
   tray.setToolTip(desktopConfig?.sandbox ? 'Switchboard (sandbox)' : 'Switchboard');
   const menu = Menu.buildFromTemplate([

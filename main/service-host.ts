@@ -1,33 +1,22 @@
 /**
- * The service's own process in the desktop app: the entry that `main/` starts with Electron's
+ * The service's own process in the desktop app: the entry file that `main/` starts with Electron's
  * `utilityProcess.fork`, so Baileys, SQLite and the HTTP server never run on the thread that drives the window,
- * tray and menus. It never imports `electron`. Its settings come from the same places as `switchboard serve`'s
- * (the environment main passes, the data dir's settings.json, the OS keychain for the Stripe key; docs/settings.md),
- * with two desktop rules: when the configured API port (7575 by default) is taken it listens on a free one and
- * says so, and `SWITCHBOARD_PINNED_PORT` (set by the supervisor after a crash) pins the port the window knows.
- * It speaks a small message protocol with main:
+ * tray and menus. It never imports `electron`, and nothing imports it: the shell shares only the message protocol
+ * (main/host-protocol.ts). Its settings come from the same places as `switchboard serve`'s (the environment main
+ * passes, the data dir's settings.json, the OS keychain for the Stripe key; docs/settings.md), with two desktop
+ * rules: when the configured API port (7575 by default) is taken it listens on a free one and says so, and
+ * `SWITCHBOARD_PINNED_PORT` (set by the supervisor after a crash) pins the port the window knows.
  *
- * - host → main: `{ type: 'ready', apiUrl, sandbox }` once the API listens; `{ type: 'fatal', message }` when it
- *   cannot start (then it exits 1); `{ type: 'token', requestId, token }` answering a token request;
- *   `{ type: 'restart-request' }` when the owner asked for a restart (`POST /api/settings/restart`).
- * - main → host: `{ type: 'issue-operator-token', requestId }` issues an API token for the machine's owner (the
- *   local user `operator` on a fresh data dir); `{ type: 'stop' }` closes the service cleanly and exits 0.
- *
- * The channel is Electron's `process.parentPort` in a utility process, and the IPC channel of
- * `child_process.fork` under plain Node (how the supervisor's tests run it where Electron is absent).
+ * Importing it does nothing: the service starts only when this file is the process's entry — a utility process
+ * (Electron's `process.parentPort`), or `node main/service-host.ts` with an IPC channel (`child_process.fork`, how
+ * the supervisor's tests run it where Electron is absent). A test worker that imports it, which has an IPC channel
+ * of its own, starts nothing.
  */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { loadServiceConfig } from '../service/config/load-config.ts';
 import { startService, type RunningService } from '../service/index.ts';
-
-export type HostToMain =
-  | { type: 'ready'; apiUrl: string; sandbox: boolean }
-  | { type: 'fatal'; message: string }
-  | { type: 'token'; requestId: number; token?: string; error?: string }
-  | { type: 'restart-request' };
-
-/** The variable the supervisor sets to keep the API on the port the window uses (after a crash). */
-export const PINNED_PORT_VARIABLE = 'SWITCHBOARD_PINNED_PORT';
-export type MainToHost = { type: 'issue-operator-token'; requestId: number } | { type: 'stop' };
+import { PINNED_PORT_VARIABLE, type HostToMain, type MainToHost } from './host-protocol.ts';
 
 /** Electron's parent port of a utility process (typed here so this file needs no Electron types). */
 interface ParentPort {
@@ -107,4 +96,22 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+/** Whether this file is the process's entry: Electron's utility process, or the script `node` was started with. */
+function isEntry(): boolean {
+  if ((process as { parentPort?: ParentPort }).parentPort) return true;
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return fs.realpathSync(script) === fs.realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) {
+  main().catch((err: unknown) => {
+    // Started by hand without a channel to main: say so (no unhandled rejection).
+    console.error(`Switchboard service host: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}

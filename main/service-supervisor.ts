@@ -11,7 +11,7 @@
  * gone, `restarted` when the new one answers (with its API URL, which a settings restart may have changed),
  * `failed` when a start fails (the supervisor keeps retrying).
  */
-import { PINNED_PORT_VARIABLE, type HostToMain, type MainToHost } from './service-host.ts';
+import { PINNED_PORT_VARIABLE, type HostToMain, type MainToHost } from './host-protocol.ts';
 
 /** What the supervisor needs of a started service process. */
 export interface HostProcess {

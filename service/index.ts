@@ -127,7 +127,8 @@ function publicAccess(config: ServiceConfig): { allowedHosts?: string[]; allowed
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
 export async function startService(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningService> {
-  // Baileys' trust anchor is process-wide: only a sandbox may replace it (live mode is sealed, DESIGN.md).
+  // Baileys' trust anchor is process-wide: only a sandbox may replace it (live mode is sealed: docs/architecture.md §
+  // Sandbox trust).
   if (config.waRootPublicKey && !config.sandbox) throw new ConfigError('a WhatsApp root key can only be set in sandbox mode');
   const logger = opts.logger ?? createLogger(config.logLevel, config.logFormat);
   // libsignal prints session records (private keys) through console: drop them, log the message at debug.

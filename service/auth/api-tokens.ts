@@ -1,7 +1,7 @@
 /**
- * API token format (DESIGN.md §4): `wh_` + base62(32 random bytes) + 6-char base62 CRC32 of the random part.
- * The checksum lets us reject typos and foreign strings without a database lookup (and lets secret scanners
- * recognise our tokens). Tokens are stored as SHA-256 hex; the display prefix is the first 10 characters.
+ * API token format (docs/architecture.md § API tokens): `wh_` + base62(32 random bytes) + 6-char base62 CRC32 of the
+ * random part. The checksum lets us reject typos and foreign strings without a database lookup (and lets secret
+ * scanners recognise our tokens). Tokens are stored as SHA-256 hex; the display prefix is the first 10 characters.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
@@ -56,7 +56,7 @@ export function issueToken(tokens: TokensRepo, userId: string, name: string): { 
   return { record, token };
 }
 
-/** How often a token's `lastUsedAt` is rewritten at most (DESIGN.md §4: once a minute). */
+/** How often a token's `lastUsedAt` is rewritten at most (docs/architecture.md § API tokens: once a minute). */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**

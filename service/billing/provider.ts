@@ -1,6 +1,6 @@
 /**
- * The payment-provider interface behind the billing endpoints (interface-spec §4.8, DESIGN.md §4), its result
- * types, and the bits both implementations share (amounts in major units, the messages clients see).
+ * The payment-provider interface behind the billing endpoints (interface-spec §4.8, docs/architecture.md § Billing),
+ * its result types, and the bits both implementations share (amounts in major units, the messages clients see).
  *
  * A provider only knows how many slots a user has bought and how to change that; the rules around it (maximum,
  * no downgrade below the active connections, one change at a time, enforcement on connection create) are

@@ -1,9 +1,9 @@
 /**
- * The `stripe` provider: the operator's own Stripe account bills its users (DESIGN.md §4). One customer per user
- * (found by metadata `switchboardUserId`, remembered per Stripe mode), one subscription whose single item's
- * quantity is the number of slots. Checkout (subscription mode) is the first purchase; the Customer Portal
- * manages payment methods and cancellation; quantity changes are invoiced at once (`always_invoice`) and refused
- * when payment fails (`error_if_incomplete`: Stripe answers 402 and changes nothing).
+ * The `stripe` provider: the operator's own Stripe account bills its users (docs/architecture.md § Billing). One
+ * customer per user (found by metadata `switchboardUserId`, remembered per Stripe mode), one subscription whose single
+ * item's quantity is the number of slots. Checkout (subscription mode) is the first purchase; the Customer Portal
+ * manages payment methods and cancellation; quantity changes are invoiced at once (`always_invoice`) and refused when
+ * payment fails (`error_if_incomplete`: Stripe answers 402 and changes nothing).
  *
  * Stripe cannot call a desktop's localhost, so there are no Stripe webhooks here: the subscription is read from
  * Stripe on demand and cached for `cacheTtlMs` (a "no subscription yet" answer for at most 5 s, so a finished

@@ -1,8 +1,8 @@
 /**
  * Billing settings and their defaults, kept free of the provider code (and the Stripe SDK) so config resolution
- * stays light, and in config/ so the config loader does not reach up into billing/ (the layering of DESIGN.md §2).
- * Resolved from flags/env in service-config.ts; the desktop app builds one with its keychain-backed SecretStore as
- * the Stripe key's source.
+ * stays light, and in config/ so the config loader does not reach up into billing/ (the layering: docs/architecture.md
+ * § Layering: who may import whom). Resolved from flags/env in service-config.ts; the desktop app builds one with its
+ * keychain-backed SecretStore as the Stripe key's source.
  */
 import type { SecretSource } from '../secrets/secret.ts';
 

@@ -9,8 +9,10 @@
  * flag or environment variable of this process sets cannot be changed here (that source would win): 409.
  * `allowLanWebhooks` applies at once (the outbound URL policy reads `allowLanWebhooks()` on every use); the others
  * need a restart, and `restartRequired` lists the saved ones that are not in effect yet.
+ *
+ * A refused change or an unusable settings.json is a `SettingsError` (what was wrong, and which setting); the HTTP
+ * route (http/routes/settings.ts) turns it into its answer.
  */
-import { badRequest, conflict } from '../errors.ts';
 import { openKeychain, stripeKeyAccount, type Keychain } from '../secrets/keychain.ts';
 import type { PlatformInfo } from './data-dir.ts';
 import { ConfigError } from './config-error.ts';
@@ -86,13 +88,41 @@ export interface MachineSettingsOptions {
 const STRIPE_ENV = 'SWITCHBOARD_STRIPE_SECRET_KEY';
 
 /**
- * The loader's message in the API's terms, naming the field first: `invalid body/port value "x": …` →
- * `body/port: invalid value "x": …`; the stripe provider's needs → `body/billingProvider: …`.
+ * Why the settings refused a change or cannot be read:
+ * - `invalid`: a value the next start would refuse; `setting` names it (when one does) and the message says what
+ *   is wrong with it, without naming it (`invalid value "x": expected a port number 0-65535`);
+ * - `locked`: a flag or environment variable of this process sets `setting`, so the file or keychain cannot;
+ * - `no-keychain`: the Stripe key has no OS keychain to go to;
+ * - `unreadable`: settings.json cannot be used as it is (a hand edit); the message names the file.
  */
-function fieldFirst(message: string): string {
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+  constructor(
+    readonly kind: 'invalid' | 'locked' | 'no-keychain' | 'unreadable',
+    message: string,
+    readonly setting?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** How the loader names a changed value in its messages, so that the setting can be told apart again. */
+const changedLabel = (name: string) => `‹${name}›`;
+
+/**
+ * The loader's refusal of a change: `invalid ‹port› value "x": …` → setting `port`, `invalid value "x": …`; the
+ * stripe provider's needs → setting `billingProvider`, in the settings' terms (a price id is `stripePriceId`).
+ */
+function invalidChange(message: string): SettingsError {
   if (message.startsWith('the stripe billing provider needs'))
-    return `body/billingProvider: ${message.replace('--stripe-price-id (the per-slot price)', 'a Stripe price id (stripePriceId)')}`;
-  return message.replace(/^invalid (body\/\w+) value/, '$1: invalid value');
+    return new SettingsError(
+      'invalid',
+      message.replace('--stripe-price-id (the per-slot price)', 'a Stripe price id (stripePriceId)'),
+      'billingProvider',
+    );
+  const named = /^invalid ‹(\w+)› value /.exec(message);
+  if (named) return new SettingsError('invalid', `invalid value ${message.slice(named[0].length)}`, named[1]);
+  return new SettingsError('invalid', message);
 }
 
 export class MachineSettings {
@@ -157,8 +187,9 @@ export class MachineSettings {
   /**
    * Saves `patch` (settings.json, and the Stripe key in the keychain) after checking that the next start accepts
    * it; answers the new view and the names that changed. Nothing is written when it throws.
-   * @throws ServiceError 400 for a value the loader refuses (the message names `body/<setting>`), 409 when a flag or
-   *   environment variable of this process sets the setting, or the Stripe key has no keychain to go to.
+   * @throws SettingsError `invalid` for a value the loader refuses, `locked` when a flag or environment variable of
+   *   this process sets the setting, `no-keychain` when the Stripe key has no keychain to go to, `unreadable` when
+   *   settings.json cannot be used.
    */
   update(patch: SettingsPatch): Promise<SettingsView & { changed: string[] }> {
     const run = this.#queue.then(() => this.#update(patch));
@@ -183,7 +214,9 @@ export class MachineSettings {
     const names = DESKTOP_SETTING_NAMES.filter((n) => patch[n] !== undefined);
     for (const name of names) {
       const lock = locks[name];
-      if (lock) throw conflict(`${name} is set by ${lock} for this service; the settings file cannot change it`);
+      if (lock) {
+        throw new SettingsError('locked', `${name} is set by ${lock} for this service; the settings file cannot change it`, name);
+      }
     }
     const current = this.#readFile();
     const next: SettingsFileValues = { ...current };
@@ -198,10 +231,14 @@ export class MachineSettings {
     let keychain: Keychain | undefined;
     if (keyPatched) {
       if (this.#opts.env[STRIPE_ENV]?.trim())
-        throw conflict(`the Stripe key is set by ${STRIPE_ENV} for this service; the keychain cannot change it`);
+        throw new SettingsError(
+          'locked',
+          `the Stripe key is set by ${STRIPE_ENV} for this service; the keychain cannot change it`,
+          'stripeSecretKey',
+        );
       if (newKey !== undefined && !isStripeSecretKey(newKey))
-        throw badRequest('body/stripeSecretKey: expected a Stripe secret key (sk_test_…, sk_live_…, rk_…)');
-      keychain = await this.#keychainOrConflict();
+        throw new SettingsError('invalid', 'expected a Stripe secret key (sk_test_…, sk_live_…, rk_…)', 'stripeSecretKey');
+      keychain = await this.#keychainOrRefusal();
     }
 
     // The next start must accept what is saved: resolve it exactly as `serve` / the desktop would.
@@ -215,11 +252,11 @@ export class MachineSettings {
     try {
       resolveServiceConfig(this.#opts.flags, this.#opts.env, this.#opts.platform, {
         file: next,
-        fileLabel: (n) => (names.includes(n as DesktopSettingName) ? `body/${n}` : `settings.json "${n}"`),
+        fileLabel: (n) => (names.includes(n as DesktopSettingName) ? changedLabel(n) : `settings.json "${n}"`),
         ...(trialKey && { stripeSecretKey: trialKey }),
       });
     } catch (err) {
-      if (err instanceof ConfigError) throw badRequest(fieldFirst(err.message));
+      if (err instanceof ConfigError) throw invalidChange(err.message);
       throw err;
     }
 
@@ -249,16 +286,16 @@ export class MachineSettings {
     return { ...(await this.view()), changed };
   }
 
-  /** The values a start with `file` would use. @throws ServiceError 400 (values of `patched` names) or 409 */
+  /** The values a start with `file` would use. @throws SettingsError `invalid` (`patched` names) or `unreadable` */
   #resolve(file: SettingsFileValues, patched: readonly string[] = []) {
     try {
       return desktopSettingValues(this.#opts.flags, this.#opts.env, file, (n) =>
-        patched.includes(n) ? `body/${n}` : `settings.json "${n}"`,
+        patched.includes(n) ? changedLabel(n) : `settings.json "${n}"`,
       );
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      if (patched.length > 0) throw badRequest(fieldFirst(err.message));
-      throw conflict(`${this.file}: ${err.message}`);
+      if (patched.length > 0) throw invalidChange(err.message);
+      throw new SettingsError('unreadable', `${this.file}: ${err.message}`);
     }
   }
 
@@ -274,12 +311,12 @@ export class MachineSettings {
     return locks;
   }
 
-  /** settings.json as it is now (hand edits count). @throws ServiceError 409 when it cannot be used */
+  /** settings.json as it is now (hand edits count). @throws SettingsError `unreadable` when it cannot be used */
   #readFile(): SettingsFileValues {
     try {
       return readSettingsFile(this.#opts.dataDir);
     } catch (err) {
-      if (err instanceof ConfigError) throw conflict(err.message);
+      if (err instanceof ConfigError) throw new SettingsError('unreadable', err.message);
       throw err;
     }
   }
@@ -293,12 +330,14 @@ export class MachineSettings {
     }
   }
 
-  async #keychainOrConflict(): Promise<Keychain> {
+  async #keychainOrRefusal(): Promise<Keychain> {
     try {
       return await this.#openKeychain();
     } catch (err) {
-      throw conflict(
+      throw new SettingsError(
+        'no-keychain',
         `No OS keychain is available to this service (${(err as Error).message}); set ${STRIPE_ENV} in its environment instead`,
+        'stripeSecretKey',
       );
     }
   }

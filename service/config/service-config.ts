@@ -222,11 +222,6 @@ function setting(src: Sources, name: SettingName): Setting | undefined {
   return undefined;
 }
 
-/** Where setting `name` would be taken from with these flags, environment and file values. */
-export function settingOrigin(name: SettingName, flags: ConfigFlags, env: Env, file: SettingsFileValues): SettingOrigin {
-  return setting(sourcesOf(flags, env, { file }), name)?.origin ?? 'default';
-}
-
 /** The settings the console edits, as these sources set them (the desktop subset of the table), with their origins. */
 export interface DesktopSettingValues {
   port: number;
@@ -499,7 +494,8 @@ export function resolveServiceConfig(
   const waUrl = parseWsUrl(waUrlSetting);
   const waRootPublicKey = parseRootKey(setting(src, 'waRootKey'));
   if (waRootPublicKey && !waUrl) throw new ConfigError('--wa-root-key needs --wa-url (the server it belongs to)');
-  // Live mode is sealed (DESIGN.md): only a sandbox may be reached at another address or with another trust anchor.
+  // Live mode is sealed (docs/architecture.md § Sandbox trust): only a sandbox may be reached at another address or
+  // with another trust anchor.
   if (!sandbox && waUrl) {
     throw new ConfigError(
       `${waUrlSetting!.source} is for sandbox mode only (live mode always connects to WhatsApp itself); add --sandbox to use a sandbox at that address`,
@@ -735,8 +731,8 @@ export function isStripeSecretKey(key: string): boolean {
 export const SANDBOX_ONLY_VARIABLES = ['SWITCHBOARD_WA_URL', 'SWITCHBOARD_WA_ROOT_KEY'] as const;
 
 /**
- * Clears the sandbox-only variables from `env` (the packaged desktop app calls this at start, DESIGN.md: live
- * mode cannot be redirected). Returns the names it removed, for one warning line.
+ * Clears the sandbox-only variables from `env` (the packaged desktop app calls this at start, docs/architecture.md §
+ * Sandbox trust: live mode cannot be redirected). Returns the names it removed, for one warning line.
  */
 export function clearSandboxOnlyVariables(env: Env = process.env): string[] {
   const removed = SANDBOX_ONLY_VARIABLES.filter((name) => env[name] !== undefined);

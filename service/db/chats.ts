@@ -73,8 +73,6 @@ const CHAT_JSON_SQL = `format('{"id":%s,"name":%s,"isGroup":%s,"lastMessage":{"b
     CASE WHEN c.last_from_me IS NULL THEN 'null' ELSE json_quote(c.last_kind) END,
     CAST(c.unread AS INTEGER))`;
 
-export type ChatsRepo = ReturnType<typeof chatsRepo>;
-
 /**
  * Options of `list`: `q` keeps the chats whose name, contact name, push name or JID contains it (case-insensitive
  * for ASCII; a phone number matches its JID's digits); the status posts pseudo-chat (`status@broadcast`) only with

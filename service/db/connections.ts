@@ -4,7 +4,10 @@
 import type { Db } from './database.ts';
 import { nowIso } from './database.ts';
 
-/** Connection status values (DESIGN.md §4): starting → scan_qr → connected → online; reconnecting, logged_out, failed; stopped = deleted. */
+/**
+ * Connection status values (docs/architecture.md § Connection status): starting → scan_qr → connected → online;
+ * reconnecting, logged_out, failed; stopped = deleted.
+ */
 export const CONNECTION_STATUSES = [
   'starting',
   'scan_qr',
@@ -75,13 +78,11 @@ function toRow(r: RawRow): ConnectionRow {
   };
 }
 
-/** `u_<first 8 of userId>_s_<first 8 of connectionId>` (DESIGN.md §4), dashes removed. */
+/** `u_<first 8 of userId>_s_<first 8 of connectionId>` (docs/architecture.md § Ids), dashes removed. */
 export function sessionNameFor(userId: string, connectionId: string): string {
   const short = (s: string) => s.replace(/-/g, '').slice(0, 8);
   return `u_${short(userId)}_s_${short(connectionId)}`;
 }
-
-export type ConnectionsRepo = ReturnType<typeof connectionsRepo>;
 
 /** Named queries over `connections`. */
 export function connectionsRepo(db: Db) {

@@ -11,8 +11,6 @@ export interface Contact {
   isGroup: boolean;
 }
 
-export type ContactsRepo = ReturnType<typeof contactsRepo>;
-
 export function contactsRepo(db: Db) {
   const q = {
     upsert: db.prepare(

@@ -1,11 +1,12 @@
 /**
- * Webhook deliveries table: the durable outbox and the delivery log (interface-spec §2.7, DESIGN §4).
- * Rows are written by the webhook outbox (webhooks/outbox.ts) in the same transaction as their event, claimed by
- * the dispatcher in batches with a lease (`pending` → `delivering`, attempts counted at claim time so a crash loop
- * cannot exceed the maximum), and completed in batches (`delivered`, back to `pending` with a later `next_attempt_at`, or `failed`).
- * Rows of a paused webhook are held `pending` (the dispatcher claims only for active webhooks; the API shows them as
- * `paused`) and go out in order once it is active again; held longer than the event retention they fail (`prune`).
- * `skipped` remains only on rows written by earlier versions. Internal status `delivering` shows as `pending`.
+ * Webhook deliveries table: the durable outbox and the delivery log (interface-spec §2.7, docs/architecture.md § Event
+ * log and webhook outbox). Rows are written by the webhook outbox (webhooks/outbox.ts) in the same transaction as their
+ * event, claimed by the dispatcher in batches with a lease (`pending` → `delivering`, attempts counted at claim time so
+ * a crash loop cannot exceed the maximum), and completed in batches (`delivered`, back to `pending` with a later
+ * `next_attempt_at`, or `failed`). Rows of a paused webhook are held `pending` (the dispatcher claims only for active
+ * webhooks; the API shows them as `paused`) and go out in order once it is active again; held longer than the event
+ * retention they fail (`prune`). `skipped` remains only on rows written by earlier versions. Internal status
+ * `delivering` shows as `pending`.
  */
 import type { Db } from './database.ts';
 import { nowIso, relaxedTransaction } from './database.ts';
@@ -107,8 +108,6 @@ export type DeliveryOutcome =
 
 /** `lastError` of a delivery a paused webhook held longer than the event retention. */
 export const HELD_TOO_LONG = 'held longer than the event retention while the webhook was paused';
-
-export type DeliveriesRepo = ReturnType<typeof deliveriesRepo>;
 
 /**
  * @param locked runs a write of this repository's own (a transaction outside the store's `tx`/`ingest`) holding the

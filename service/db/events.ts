@@ -14,8 +14,6 @@ export interface LoggedEvent {
   timestamp: string;
 }
 
-export type EventsRepo = ReturnType<typeof eventsRepo>;
-
 /** @param locked see deliveriesRepo: the repository's own writes outside `tx` hold the threads' write lock. */
 export function eventsRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
   const q = {

@@ -6,8 +6,6 @@
  */
 import type { Db } from './database.ts';
 
-export type GroupMetadataRepo = ReturnType<typeof groupMetadataRepo>;
-
 /** One stored group: its metadata as JSON text and when it was last fetched whole (unix ms). */
 export interface StoredGroupMetadata {
   groupId: string;

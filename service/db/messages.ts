@@ -272,7 +272,7 @@ interface ReactionRow {
   timestamp: number;
 }
 
-/** Message id of the spec's shape `<fromMe>_<chatId>_<key.id>` (DESIGN.md §4). */
+/** Message id of the spec's shape `<fromMe>_<chatId>_<key.id>` (docs/architecture.md § Ids). */
 export function messageIdOf(fromMe: boolean, chatId: string, keyId: string): string {
   return `${fromMe}_${chatId}_${keyId}`;
 }
@@ -359,8 +359,6 @@ function chatPages<R, M>(src: PageSource<R, M>) {
   return { page, pageAfter, pageAround };
 }
 
-export type MessagesRepo = ReturnType<typeof messagesRepo>;
-
 /**
  * Named queries over `messages`. Every write keeps the full-text index (`search`, search.ts) in step in the same
  * transaction: inserts and edits (re)index the message, revokes remove it. Edits and revokes of a chat's last message
@@ -430,10 +428,6 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     oldest: db.prepare(
       `SELECT timestamp FROM messages WHERE connection_id = ? AND chat_id = ? ORDER BY timestamp ASC, seq ASC LIMIT 1`,
     ),
-    latestIncomingRaw: db.prepare(
-      `SELECT raw FROM messages WHERE connection_id = ? AND chat_id = ? AND from_me = 0 AND raw IS NOT NULL
-       ORDER BY timestamp DESC, seq DESC LIMIT 1`,
-    ),
     setAck: db.prepare(
       `UPDATE messages SET ack = ? WHERE connection_id = ? AND id = ? AND (ack IS NULL OR ack < ? OR ? = 0)`,
     ),
@@ -474,7 +468,8 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     ),
     deleteReaction: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ? AND sender_jid = ?`),
     deleteReactions: db.prepare(`DELETE FROM message_reactions WHERE connection_id = ? AND message_id = ?`),
-    unreadIncoming: db.prepare(
+    // The newest incoming messages, whether read or not: the caller chooses how many (markRead: the unread count).
+    latestIncoming: db.prepare(
       `SELECT raw FROM messages WHERE connection_id = ? AND chat_id = ? AND from_me = 0 AND raw IS NOT NULL
        ORDER BY timestamp DESC, seq DESC LIMIT ?`,
     ),
@@ -688,9 +683,12 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       else q.setReaction.run(connectionId, messageId, senderJid, emoji, timestamp);
       return true;
     },
-    /** Raw WebMessageInfo of up to `limit` newest incoming messages of a chat (read receipts). */
+    /**
+     * Raw WebMessageInfo of up to `limit` newest incoming messages of a chat, newest first (read receipts: markRead
+     * asks for as many as the chat's unread count, which are the unread ones).
+     */
     latestIncomingRaws(connectionId: string, chatId: string, limit: number): Buffer[] {
-      return (q.unreadIncoming.all(connectionId, chatId, limit) as Array<{ raw: Buffer }>).map((r) => r.raw);
+      return (q.latestIncoming.all(connectionId, chatId, limit) as Array<{ raw: Buffer }>).map((r) => r.raw);
     },
     /** Number of incoming messages of a chat newer than `timestamp` (unread after a read receipt). */
     countIncomingAfter(connectionId: string, chatId: string, timestamp: number): number {
@@ -752,7 +750,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     },
     /** Raw WebMessageInfo of the newest incoming message of a chat (to send its read receipt). */
     latestIncomingRaw(connectionId: string, chatId: string): Buffer | undefined {
-      return ((q.latestIncomingRaw.get(connectionId, chatId) as { raw: Buffer } | undefined)?.raw) ?? undefined;
+      return (q.latestIncoming.get(connectionId, chatId, 1) as { raw: Buffer } | undefined)?.raw;
     },
     /** Raises the ack of an own message (0 = error always applies). Returns true when the row changed. */
     setAck(connectionId: string, id: string, ack: number): boolean {

@@ -59,8 +59,6 @@ export function isValidUserName(name: string): boolean {
   return name.length > 0 && name.length <= MAX_USER_NAME && ![...name].some((ch) => ch.charCodeAt(0) < 0x20);
 }
 
-export type UsersRepo = ReturnType<typeof usersRepo>;
-
 export function usersRepo(db: Db) {
   const q = {
     get: db.prepare(`SELECT ${COLUMNS} FROM users WHERE id = ?`),

@@ -52,8 +52,6 @@ export interface WebhookTarget {
   sessionName: string;
 }
 
-export type WebhooksRepo = ReturnType<typeof webhooksRepo>;
-
 /** Settings key of the operator switch that allows http:// and LAN webhook targets. */
 export const ALLOW_LAN_SETTING = 'allowLanWebhooks';
 

@@ -1,7 +1,7 @@
 /**
- * Media on local disk: `<mediaDir>/<connectionId>/<filename>`, one folder per connection (DESIGN.md §2).
- * Owns the file-name rules (a name never leaves its folder: no `..`, separators or NUL), atomic writes (a temp
- * file in the same folder, then rename, so readers never see half a file) and type sniffing (file-type).
+ * Media on local disk: `<mediaDir>/<connectionId>/<filename>`, one folder per connection (docs/architecture.md § Data
+ * directory). Owns the file-name rules (a name never leaves its folder: no `..`, separators or NUL), atomic writes (a
+ * temp file in the same folder, then rename, so readers never see half a file) and type sniffing (file-type).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,7 +1,7 @@
 /**
- * Sandbox media trust (DESIGN.md §4): HTTP agents that trust the sandbox's own CA for the sandbox-mode
- * requests Baileys makes — uploads via Node `https.request` (`fetchAgent`) and downloads via global `fetch`
- * (`options.dispatcher`) — and nothing else. Never process-wide (no NODE_EXTRA_CA_CERTS, no
+ * Sandbox media trust (docs/architecture.md § Sandbox trust): HTTP agents that trust the sandbox's own CA for the
+ * sandbox-mode requests Baileys makes — uploads via Node `https.request` (`fetchAgent`) and downloads via global
+ * `fetch` (`options.dispatcher`) — and nothing else. Never process-wide (no NODE_EXTRA_CA_CERTS, no
  * NODE_TLS_REJECT_UNAUTHORIZED); a live-mode engine never builds these.
  */
 import { Agent as HttpsAgent } from 'node:https';

@@ -2,11 +2,11 @@
  * A session's socket lifecycle (part of `Session`, session.ts): it makes the Baileys socket, runs the status state
  * machine and the reconnect policy, and closes the connection when a commit fails.
  *
- * Status (DESIGN.md §4): starting → scan_qr → connected (linked; initial sync running) → online (ready);
- * reconnecting (transient loss, backoff), logged_out (401/411: auth wiped, data kept), failed (403, 440, QR never
- * scanned). Every change is one `session.status` event `{ status, previous, reason }`. A linked socket goes `online`
- * once it is open, the server's offline-delivered marker (`<ib><offline/>`) came (or ONLINE_FALLBACK_MS passed) and,
- * for a fresh link, the initial history sync is done (or HISTORY_WAIT_MS passed).
+ * Status (docs/architecture.md § Connection status): starting → scan_qr → connected (linked; initial sync running) →
+ * online (ready); reconnecting (transient loss, backoff), logged_out (401/411: auth wiped, data kept), failed (403,
+ * 440, QR never scanned). Every change is one `session.status` event `{ status, previous, reason }`. A linked socket
+ * goes `online` once it is open, the server's offline-delivered marker (`<ib><offline/>`) came (or ONLINE_FALLBACK_MS
+ * passed) and, for a fresh link, the initial history sync is done (or HISTORY_WAIT_MS passed).
  *
  * Reconnect policy (brief A4): 515 restart → new socket at once; 401/411 → logged_out; 403 → failed;
  * 440 (replaced by another session) → failed, no loop; 408/428/500/503 and network errors → backoff

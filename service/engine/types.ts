@@ -21,9 +21,15 @@ export interface EngineOptions {
   logger: Logger;
   /** WhatsApp-protocol WebSocket URL every session connects to (WhatsApp's own when undefined). */
   waUrl?: string;
-  /** 32-byte root key of the server's Noise certificate chain; set only for the sandbox (DESIGN.md §4). */
+  /**
+   * 32-byte root key of the server's Noise certificate chain; set only for the sandbox (docs/architecture.md § Sandbox
+   * trust).
+   */
   waRootPublicKey?: Buffer;
-  /** PEM of the sandbox media host's CA; trusted only by this engine's Baileys media requests (DESIGN.md §4). */
+  /**
+   * PEM of the sandbox media host's CA; trusted only by this engine's Baileys media requests (docs/architecture.md §
+   * Sandbox trust).
+   */
   waCaCertPem?: string;
   /** Identifier of this worker, shown as Connection.workerId. */
   workerId: string;

@@ -1,5 +1,6 @@
 /**
- * The per-user event log (interface-spec §6.1, DESIGN §4): the one place events are appended and published.
+ * The per-user event log (interface-spec §6.1, docs/architecture.md § Event log and webhook outbox): the one place
+ * events are appended and published.
  *
  * - `append` writes the event in the caller's transaction (or one of its own) through db's named query, which
  *   takes a gap-free, monotonic `seq` from `users.last_event_seq` in that same transaction, and tells the

@@ -1,6 +1,6 @@
 /**
- * The outbound URL policy (issue 20 item 2, DESIGN §4 "Webhook URLs"): the one gate for every URL the service
- * fetches on a user's behalf — webhook URLs (at create/update and on each delivery) and the `url` field of the
+ * The outbound URL policy (issue 20 item 2, docs/architecture.md § Webhook URLs): the one gate for every URL the
+ * service fetches on a user's behalf — webhook URLs (at create/update and on each delivery) and the `url` field of the
  * send-* routes (media by URL).
  *
  * - Schemes: webhooks `https://`, `http://` only with LAN access allowed (or to loopback in sandbox mode); media

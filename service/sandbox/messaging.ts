@@ -38,21 +38,6 @@ const RECORDED_PROTOCOL_TYPES = new Set<number>([
   proto.Message.ProtocolMessage.Type.REVOKE,
 ]);
 
-/** Best-effort display text of a message (conversation, extended text, captions, reactions); null otherwise. */
-export function messageText(message: proto.IMessage | null | undefined): string | null {
-  const m = normalizeMessageContent(message);
-  if (!m) return null;
-  return (
-    m.conversation ??
-    m.extendedTextMessage?.text ??
-    m.imageMessage?.caption ??
-    m.videoMessage?.caption ??
-    m.documentMessage?.caption ??
-    m.reactionMessage?.text ??
-    null
-  );
-}
-
 interface EncPart {
   jid: string;
   type: EncType;

@@ -1,5 +1,5 @@
 /**
- * The sandbox's own TLS certificate authority for its HTTPS media host (DESIGN.md §4 "Sandbox trust").
+ * The sandbox's own TLS certificate authority for its HTTPS media host (docs/architecture.md § Sandbox trust).
  *
  * Owns: a P-256 CA (10 years) and a server leaf it signs, for the loopback names (127.0.0.1, ::1,
  * localhost) plus the configured listen host; both persisted in the `meta` table, so a restarted

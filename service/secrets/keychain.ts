@@ -9,7 +9,7 @@
  * that vanishes would keep the service from starting.
  */
 import path from 'node:path';
-import { DEFAULT_SERVICE, KeyringSecretStore } from './secret-store.ts';
+import { DEFAULT_SERVICE, KeyringSecretStore, PERSISTENT_STORE } from './secret-store.ts';
 
 /** What the settings need of the keychain. */
 export interface Keychain {
@@ -17,9 +17,6 @@ export interface Keychain {
   set(account: string, value: string): Promise<void>;
   delete(account: string): Promise<boolean>;
 }
-
-/** A store that survives a reboot (Linux: the Secret Service, never the kernel keyring). */
-const PERSISTENT = { linux: { store: 'secret-service' as const } };
 
 /** The keychain account of the Stripe key of `dataDir`. */
 export const stripeKeyAccount = (dataDir: string): string => `stripe-secret-key:${path.resolve(dataDir)}`;
@@ -29,7 +26,7 @@ export const stripeKeyAccount = (dataDir: string): string => `stripe-secret-key:
  * @throws Error saying why when no keychain is usable (no Secret Service on Linux, a locked keychain…)
  */
 export async function openKeychain(service = DEFAULT_SERVICE): Promise<Keychain> {
-  const store = await KeyringSecretStore.load(service, PERSISTENT);
+  const store = await KeyringSecretStore.load(service, PERSISTENT_STORE);
   await store.probe();
   return store;
 }
@@ -37,6 +34,6 @@ export async function openKeychain(service = DEFAULT_SERVICE): Promise<Keychain>
 
 /** Reads the Stripe key of `dataDir` without probing (a read never writes); `undefined` when none is stored. @throws when no keychain answers */
 export async function readStoredStripeKey(dataDir: string, service = DEFAULT_SERVICE): Promise<string | undefined> {
-  const store = await KeyringSecretStore.load(service, PERSISTENT);
+  const store = await KeyringSecretStore.load(service, PERSISTENT_STORE);
   return store.get(stripeKeyAccount(dataDir));
 }

@@ -1,7 +1,8 @@
 /**
  * Secrets of the install (the desktop's operator token, later the DEK and provider keys) behind one interface:
  * the OS keychain through `@napi-rs/keyring` (macOS Keychain, Windows Credential Manager, Secret Service on
- * Linux), or, when no keychain answers, a 0600 JSON file in the data directory that is reported as degraded.
+ * Linux — never the kernel keyring), or, when no keychain answers, a 0600 JSON file in the data directory that is
+ * reported as degraded.
  * Never imports electron: the same store works headless and in the desktop app.
  */
 import fs from 'node:fs';
@@ -99,6 +100,14 @@ export interface OpenSecretStoreOptions {
   onDegraded?: (reason: string) => void;
 }
 
+/**
+ * Entry options of every keychain entry: on Linux the Secret Service (GNOME Keyring, KWallet…) only, never the
+ * library's fallback, the kernel keyring, which forgets its keys at logout or reboot (a secret kept there would be
+ * lost without a word) and which an environment cannot point elsewhere (tests cut off the Secret Service by its
+ * D-Bus address, test/helpers/isolated-home.setup.ts).
+ */
+export const PERSISTENT_STORE = { linux: { store: 'secret-service' as const } };
+
 /** The keychain when it works, otherwise the 0600 file (reported through `onDegraded`, never silently). */
 export async function openSecretStore(opts: OpenSecretStoreOptions): Promise<SecretStore> {
   const file = new FileSecretStore(path.join(opts.dataDir, 'secrets.json'));
@@ -107,7 +116,7 @@ export async function openSecretStore(opts: OpenSecretStoreOptions): Promise<Sec
     return file;
   }
   try {
-    const keyring = await KeyringSecretStore.load(opts.service);
+    const keyring = await KeyringSecretStore.load(opts.service, PERSISTENT_STORE);
     await keyring.probe();
     return keyring;
   } catch (err) {

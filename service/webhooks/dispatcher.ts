@@ -1,5 +1,6 @@
 /**
- * The webhook dispatcher (DESIGN §4): drains the durable outbox in `webhook_deliveries`.
+ * The webhook dispatcher (docs/architecture.md § Event log and webhook outbox): drains the durable outbox in
+ * `webhook_deliveries`.
  *
  * - Fresh rows are claimed at insert (the dispatcher is the outbox's OutboxDrain, outbox.ts): while a webhook's
  *   lane has room, its outbox row is written already `delivering` in the transaction of its event and handed over

@@ -1,6 +1,6 @@
 /**
- * The webhook outbox (interface-spec §2.7, DESIGN §4): the one writer of outbox rows in `webhook_deliveries`
- * (through db's named queries); the dispatcher (dispatcher.ts) drains them.
+ * The webhook outbox (interface-spec §2.7, docs/architecture.md § Event log and webhook outbox): the one writer of
+ * outbox rows in `webhook_deliveries` (through db's named queries); the dispatcher (dispatcher.ts) drains them.
  *
  * - Every logged event of a connection gets, in the transaction that logs it (an observer of the event log), a row
  *   per webhook of the connection subscribed to its type (or `*`). A paused webhook's rows are held `pending` and

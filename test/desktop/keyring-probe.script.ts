@@ -1,7 +1,8 @@
 /** Run inside a D-Bus session with an unlocked gnome-keyring by secret-store.test.ts: exercises the real keychain. */
-import { KeyringSecretStore, openSecretStore } from '../../service/secrets/secret-store.ts';
+import { KeyringSecretStore, openSecretStore, PERSISTENT_STORE } from '../../service/secrets/secret-store.ts';
 
-const store = await KeyringSecretStore.load('Switchboard-test');
+// The Secret Service of the private session only (never the kernel keyring of the user running the tests).
+const store = await KeyringSecretStore.load('Switchboard-test', PERSISTENT_STORE);
 await store.probe();
 const key = `operator-token-${process.pid}`;
 await store.set(key, 'wh_secret_value');

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { openKeychain } from '../../service/secrets/keychain.ts';
 import { FileSecretStore, openSecretStore } from '../../service/secrets/secret-store.ts';
 
 const dirs: string[] = [];
@@ -36,6 +37,51 @@ describe('FileSecretStore (degraded fallback)', () => {
     expect(await store.delete('token')).toBe(true);
     expect(await store.delete('token')).toBe(false);
     expect(await new FileSecretStore(file).get('other')).toBe('x');
+  });
+});
+
+describe('no test reaches the user\'s keychain', () => {
+  it('pins every keychain entry to the Secret Service on Linux (never the kernel keyring: no environment redirects it)', async () => {
+    const options: unknown[] = [];
+    vi.doMock('@napi-rs/keyring', () => ({
+      Entry: class {
+        constructor(_service: string, _account: string, entryOptions?: unknown) {
+          options.push(entryOptions);
+        }
+        setPassword() {}
+        getPassword() {
+          return 'ok';
+        }
+        deletePassword() {
+          return true;
+        }
+      },
+    }));
+    try {
+      vi.resetModules();
+      const secrets = await import('../../service/secrets/secret-store.ts');
+      const keychain = await import('../../service/secrets/keychain.ts');
+      expect((await secrets.openSecretStore({ dataDir: tmp() })).backend).toBe('keyring');
+      await keychain.openKeychain();
+      await keychain.readStoredStripeKey(tmp());
+    } finally {
+      vi.doUnmock('@napi-rs/keyring');
+      vi.resetModules();
+    }
+    expect(options.length).toBeGreaterThanOrEqual(3);
+    const pinned = JSON.stringify({ linux: { store: 'secret-service' } });
+    expect(new Set(options.map((o) => JSON.stringify(o)))).toEqual(new Set([pinned]));
+  });
+
+  // macOS's Keychain and Windows' Credential Manager cannot be pointed elsewhere by an environment.
+  const linuxOnly = it.skipIf(process.platform !== 'linux');
+  linuxOnly('finds no keychain in the test run: its Secret Service address leads nowhere', async () => {
+    expect(process.env.DBUS_SESSION_BUS_ADDRESS).toContain(os.homedir()); // the run's own home (vitest globalSetup)
+    await expect(openKeychain()).rejects.toThrow();
+    const reasons: string[] = [];
+    const store = await openSecretStore({ dataDir: tmp(), onDegraded: (r) => reasons.push(r) });
+    expect(store.backend).toBe('file');
+    expect(reasons[0]).toMatch(/no OS keychain available/);
   });
 });
 

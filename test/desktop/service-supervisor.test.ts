@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ServiceSupervisor, type HostProcess, type SupervisorNotice } from '../../main/service-supervisor.ts';
-import type { HostToMain } from '../../main/service-host.ts';
+import type { HostToMain } from '../../main/host-protocol.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-supervisor-'));

@@ -40,3 +40,42 @@ describe('documentation links', () => {
     expect(broken).toEqual([]);
   });
 });
+
+/** Every source the project writes (comments and messages cite docs from there). */
+const SOURCE_DIRS = ['service', 'main', 'preload', 'renderer/src', 'test', 'bench', 'scripts', 'bin'];
+const sources = [
+  'eslint.config.js',
+  'vitest.config.ts',
+  ...SOURCE_DIRS.flatMap((dir) =>
+    fs
+      .readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.(ts|tsx|cts|js|mjs)$/.test(f) && !f.endsWith('.gen.ts'))
+      .map((f) => path.join(dir, f)),
+  ),
+];
+
+/** The headings of a doc, as written. */
+const headingsOf = (file: string) =>
+  [...prose(fs.readFileSync(file, 'utf8')).matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) => m[1]!.trim());
+
+describe('documentation cited by the code', () => {
+  it('is in the repository: docs/*.md files that exist, sections (`docs/x.md § Heading`) that exist, no DESIGN.md', () => {
+    const broken: string[] = [];
+    for (const file of sources) {
+      if (file === path.join('test', 'unit', 'docs-links.test.ts')) continue; // its own examples
+      // Comments wrap: join their lines so a citation split over two reads as one.
+      const text = fs.readFileSync(file, 'utf8').replace(/\s*\n\s*(?:\*(?!\/)|\/\/)\s*/g, ' ');
+      for (const m of text.matchAll(/\bDESIGN(?:\.md\b|\s*§)/g)) broken.push(`${file}: ${m[0]} (not in the repository)`);
+      for (const [cited, doc] of text.matchAll(/\bdocs\/([\w-]+\.md)/g)) {
+        if (!fs.existsSync(path.join('docs', doc!))) broken.push(`${file}: ${cited} (no such file)`);
+      }
+      for (const [, doc, rest] of text.matchAll(/\bdocs\/([\w-]+\.md)(?: §|, ")\s*([^\n]{0,80})/g)) {
+        if (!fs.existsSync(path.join('docs', doc!))) continue;
+        if (!headingsOf(path.join('docs', doc!)).some((h) => rest!.startsWith(h)))
+          broken.push(`${file}: docs/${doc} § ${rest!.slice(0, 40)}… (no such heading)`);
+      }
+    }
+    expect(sources.length).toBeGreaterThan(100);
+    expect([...new Set(broken)]).toEqual([]);
+  });
+});

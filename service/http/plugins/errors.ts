@@ -1,7 +1,8 @@
 /**
- * One error shape for every failure (interface-spec §7, DESIGN.md §4): `{ message, statusCode, error }`.
- * ServiceErrors keep their status and message; validation and other client errors Fastify raises (bad JSON,
- * unsupported media type, body too large) keep theirs; anything else is a 500 that reveals nothing internal.
+ * One error shape for every failure (interface-spec §7, docs/architecture.md § Errors):
+ * `{ message, statusCode, error }`. ServiceErrors keep their status and message; validation and other client errors
+ * Fastify raises (bad JSON, unsupported media type, body too large) keep theirs; anything else is a 500 that reveals
+ * nothing internal.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';

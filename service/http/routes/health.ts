@@ -1,4 +1,7 @@
-/** `GET /api/`: unauthenticated liveness and a few facts about this service (DESIGN.md §4). */
+/**
+ * `GET /api/`: unauthenticated liveness and a few facts about this service (docs/architecture.md § Base URL and
+ * health).
+ */
 import { Type } from '@sinclair/typebox';
 import type { ApiDeps } from '../deps.ts';
 import type { ApiPlugin } from '../type-provider.ts';

@@ -8,13 +8,33 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { DESKTOP_SETTING_NAMES, type MachineSettings, type SettingsPatch } from '../../config/machine-settings.ts';
+import {
+  DESKTOP_SETTING_NAMES,
+  SettingsError,
+  type MachineSettings,
+  type SettingsPatch,
+} from '../../config/machine-settings.ts';
 import { DESKTOP_SETTINGS } from '../../config/settings-table.ts';
 import type { Store } from '../../db/store.ts';
-import { conflict, forbidden } from '../../errors.ts';
+import { badRequest, conflict, forbidden } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
+
+/**
+ * The answer to a settings refusal (config/machine-settings.ts): a value the next start would refuse is a 400 that
+ * names its body field first (`body/port: invalid value "x": …`); a setting a flag or variable of this process
+ * holds, no keychain for the Stripe key, or a settings.json that cannot be used is a 409.
+ */
+async function answering<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    if (err.kind === 'invalid') throw badRequest(err.setting ? `body/${err.setting}: ${err.message}` : err.message);
+    throw conflict(err.message);
+  }
+}
 
 /** The 403 of every settings route for anyone but the owner. */
 export const OWNER_ONLY_MESSAGE = "Only this machine's owner (its first local user) may read or change its settings";
@@ -95,7 +115,7 @@ export const settingsRoutes: ApiPlugin<ApiDeps & { settings: MachineSettings }> 
         response: { 200: SettingsViewSchema, 403: Forbidden, 409: ErrorBody('settings.json cannot be read') },
       },
     },
-    async () => settings.view(),
+    async () => answering(() => settings.view()),
   );
 
   api.patch(
@@ -117,7 +137,7 @@ export const settingsRoutes: ApiPlugin<ApiDeps & { settings: MachineSettings }> 
         },
       },
     },
-    async (request) => settings.update(request.body as SettingsPatch),
+    async (request) => answering(() => settings.update(request.body as SettingsPatch)),
   );
 
   api.post(
