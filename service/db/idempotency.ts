@@ -44,7 +44,6 @@ interface Row {
   created_at: string;
 }
 
-export type IdempotencyRepo = ReturnType<typeof idempotencyRepo>;
 
 /** @param locked see deliveriesRepo: the repository's own writes outside `tx` hold the threads' write lock. */
 export function idempotencyRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
