@@ -77,11 +77,13 @@ describe('switchboard serve', () => {
 
   it.each([
     [['serve', '--bogus'], /^switchboard: unknown option --bogus\nRun 'switchboard serve --help' for usage\.\n$/],
-    [['serve', '--port', 'abc'], /invalid --port value "abc"/],
+    // A bad value of a command's setting points at that command's help, which lists the setting (issue 25 item 8).
+    [['serve', '--port', 'abc'], /^switchboard: invalid --port value "abc": expected a port number 0-65535\nRun 'switchboard serve --help' for usage\.\n$/],
+    [['sandbox', '--port', 'abc'], /^switchboard: invalid --port value "abc": expected a port number 0-65535\nRun 'switchboard sandbox --help' for usage\.\n$/],
     [['serve', '--log-level', 'loud'], /invalid --log-level value "loud"/],
     [['serve', '--wa-url', 'http://x'], /invalid --wa-url value "http:\/\/x": expected a ws:\/\/ or wss:\/\/ URL/],
     [['serve', '--wa-url', 'ws://127.0.0.1:9/ws/chat'], /^switchboard: --wa-url is for sandbox mode only/],
-    [['serve', '--public-url', 'localhost:7575/api'], /^switchboard: invalid --public-url value "localhost:7575\/api": expected the API's public base URL: http:\/\/ or https:\/\/, no query, fragment or credentials \(e\.g\. https:\/\/wa\.example\.com\/api\)\nRun 'switchboard --help' for usage\.\n$/],
+    [['serve', '--public-url', 'localhost:7575/api'], /^switchboard: invalid --public-url value "localhost:7575\/api": expected the API's public base URL: http:\/\/ or https:\/\/, no query, fragment or credentials \(e\.g\. https:\/\/wa\.example\.com\/api\)\nRun 'switchboard serve --help' for usage\.\n$/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['token', 'create'], /--user NAME \(or --user-id ID\) is required/],
     [['token', 'revoke'], /expected exactly one token ID/],
