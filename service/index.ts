@@ -200,9 +200,18 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
         dataDir: sandboxServerDir,
         host: config.host,
         port: config.sandboxPort,
+        // Without --sandbox-port the sandbox keeps the port of its last start (its URL survives a restart).
+        reusePort: config.sandboxPort === 0,
         logger: logger.child({ component: 'sandbox' }),
       });
       cleanups.push({ step: 'sandbox', cleanup: () => sandbox.close() });
+      if (sandbox.portTaken !== undefined) {
+        logger.warn(
+          { portTaken: sandbox.portTaken, sandboxUrl: sandbox.url },
+          `The sandbox's port ${sandbox.portTaken} (from its last start) is in use by another program, so it listens on ` +
+            `${sandbox.url} now and keeps that port from here on: update SANDBOX to the new Sandbox: line`,
+        );
+      }
       await sandbox.seedDemo();
       ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl, caCertPem: waCaCertPem } = sandbox);
     } else if (config.sandbox && waUrl) {

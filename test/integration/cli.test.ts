@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,6 +61,38 @@ describe('switchboard serve', () => {
     expect(code).toBe(0);
     expect(fs.existsSync(path.join(dir, 'sandbox-server'))).toBe(true);
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('in sandbox mode keeps the Sandbox URL across restarts of one data dir, and says so when its port was taken', { timeout: 120_000 }, async () => {
+    const dir = tmpDir();
+    const sandboxLine = (stdout: string) => /^Sandbox: (\S+)$/m.exec(stdout)![1]!;
+    try {
+      const first = sandboxLine((await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir], 2)).stdout);
+      const again = sandboxLine((await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir], 2)).stdout);
+      expect(again).toBe(first); // a reader's SANDBOX=… still works after a restart
+
+      const port = Number(new URL(first).port);
+      const squatter = createServer();
+      await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+      try {
+        const moved = await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir, '--log-format', 'json'], 2);
+        expect(sandboxLine(moved.stdout)).not.toBe(first);
+        const warning = moved.stderr
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { level: number; msg: string })
+          .find((l) => l.msg.startsWith("The sandbox's port"));
+        expect(warning?.level).toBe(40);
+        expect(warning?.msg).toBe(
+          `The sandbox's port ${port} (from its last start) is in use by another program, so it listens on ` +
+            `${sandboxLine(moved.stdout)} now and keeps that port from here on: update SANDBOX to the new Sandbox: line`,
+        );
+      } finally {
+        await new Promise((resolve) => squatter.close(resolve));
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a file that is not its database with one line on stderr and exit 1, leaving it untouched', async () => {
