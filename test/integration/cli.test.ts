@@ -11,9 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VERSION } from '../../service/config/version.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/switchboard.js');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/switchboard.js');
 const tmpDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'sb-cli-'));
 
 /** Runs `serve`, waits for `lines` stdout lines, sends SIGTERM, and returns stdout, stderr and the exit code. */
@@ -126,6 +128,22 @@ describe('switchboard serve', () => {
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
+  });
+
+  it('runs from a checkout the way the README says: npm run cli -- <command>, and every npm run it names exists', async () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const named = [...readme.matchAll(/npm run (?:--silent )?([\w:-]+)/g)].map((m) => m[1]!);
+    expect(named).toContain('cli');
+    for (const name of named) expect(scripts, `npm run ${name}`).toHaveProperty(name);
+    expect(scripts.serve).toBe(`${scripts.cli} serve`); // `npm run serve -- …` is `npm run cli -- serve …`
+    const res = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn('npm', ['run', '--silent', 'cli', '--', '--version'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.once('exit', (code) => resolve({ code, stdout }));
+    });
+    expect(res).toEqual({ code: 0, stdout: `${VERSION}\n` });
   });
 
   it('prints help on stdout with exit 0', async () => {
