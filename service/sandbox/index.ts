@@ -114,6 +114,15 @@ function rememberedPort(store: Store): number | undefined {
   return port > 0 && port <= 65535 ? port : undefined;
 }
 
+/** Keeps `port` for the next start; a failed write (a full disk) only costs the next start its old URL. */
+function rememberPort(store: Store, port: number, logger: Logger): void {
+  try {
+    store.setMeta(PORT_KEY, Buffer.from(String(port)));
+  } catch (err) {
+    logger.warn({ err, port }, 'could not remember the sandbox port for the next start');
+  }
+}
+
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -198,8 +207,9 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   try {
     await media.listen(host, opts.mediaPort ?? 0);
     if (reuse) {
-      ({ port, taken: portTaken } = await listenReusing(server, rememberedPort(store), host));
-      store.setMeta(PORT_KEY, Buffer.from(String(port)));
+      const remembered = rememberedPort(store);
+      ({ port, taken: portTaken } = await listenReusing(server, remembered, host));
+      if (port !== remembered) rememberPort(store, port, logger);
     } else {
       port = await listen(server, opts.port ?? 0, host);
     }
