@@ -10,7 +10,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { issueToken } from './auth/api-tokens.ts';
+import { issueToken, type OtherModeTokens } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
 import { repairPrivateModes } from './config/private-dir.ts';
 import { lockDataDir } from './config/data-dir-lock.ts';
@@ -24,6 +24,7 @@ import type { Keychain } from './secrets/keychain.ts';
 import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
+import { peerTokens } from './db/peer-tokens.ts';
 import { openStore } from './db/store.ts';
 import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
@@ -201,9 +202,18 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
         dataDir: sandboxServerDir,
         host: config.host,
         port: config.sandboxPort,
+        // Without --sandbox-port the sandbox keeps the port of its last start (its URL survives a restart).
+        reusePort: config.sandboxPort === 0,
         logger: logger.child({ component: 'sandbox' }),
       });
       cleanups.push({ step: 'sandbox', cleanup: () => sandbox.close() });
+      if (sandbox.portTaken !== undefined) {
+        logger.warn(
+          { portTaken: sandbox.portTaken, sandboxUrl: sandbox.url },
+          `The sandbox's port ${sandbox.portTaken} (from its last start) is in use by another program, so it listens on ` +
+            `${sandbox.url} now and keeps that port from here on: update SANDBOX to the new Sandbox: line`,
+        );
+      }
       await sandbox.seedDemo();
       ({ wsUrl: waUrl, rootPublicKey: waRootPublicKey, url: sandboxUrl, caCertPem: waCaCertPem } = sandbox);
     } else if (config.sandbox && waUrl) {
@@ -280,6 +290,15 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(config.webhookRetryDelaysMs && { retryDelaysMs: config.webhookRetryDelaysMs }),
     });
 
+    // A token of the other mode's data dir (live ↔ sandbox) gets a 401 that says so: a read-only look-up, on that
+    // path only, of a database this service never creates or writes (db/peer-tokens.ts).
+    let otherModeTokens: OtherModeTokens | undefined;
+    if (config.otherModeDataDir) {
+      const tokens = peerTokens(config.otherModeDataDir);
+      cleanups.push({ step: 'other data dir tokens', cleanup: () => tokens.close() });
+      otherModeTokens = { mode: config.sandbox ? 'live' : 'sandbox', tokens };
+    }
+
     // Slots and billing; the Stripe key (if any) is read when first needed. The console's origin is known once listening.
     let consoleOrigin = '';
     const billing = createBilling({
@@ -305,6 +324,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       webhookPolicy: policy,
       settings,
       portFallback: () => portFallback,
+      ...(otherModeTokens && { otherModeTokens }),
       ...(config.jwt && { jwt: config.jwt }),
       ...(config.rateLimit && { rateLimit: config.rateLimit }),
       ...publicAccess(config),

@@ -60,20 +60,48 @@ export function issueToken(tokens: TokensRepo, userId: string, name: string): { 
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
+ * The data dir of the other mode (live ↔ sandbox: separate databases), whose tokens a 401 may point at: `mode` is
+ * that data dir's mode, `tokens` its read-only look-up (db/peer-tokens.ts).
+ */
+export interface OtherModeTokens {
+  mode: 'live' | 'sandbox';
+  tokens: { hasActive(hash: string): boolean };
+}
+
+/**
+ * The 401 message for a token that is active in the other mode's data dir: the spec's `Invalid or revoked API
+ * token`, then what to do. It says nothing else about the token or its user.
+ */
+export function otherModeTokenMessage(mode: OtherModeTokens['mode']): string {
+  return mode === 'live'
+    ? `${AUTH_MESSAGES.invalidApiToken}: this token belongs to the live data dir and this service runs in sandbox mode; ` +
+        'start it without --sandbox, or create a sandbox token (token create --sandbox)'
+    : `${AUTH_MESSAGES.invalidApiToken}: this token belongs to the sandbox data dir and this service runs in live mode; ` +
+        'start it with --sandbox, or create a live token (token create without --sandbox)';
+}
+
+/**
  * Verifier for `wh_` API tokens: checks the shape and checksum, looks the token and its user up by its SHA-256
  * (one query: this runs on every request), and rejects revoked tokens and disabled users (401 `Invalid or revoked
  * API token`). Nothing is cached: a revocation or a disabled user, from this process or the CLI, counts from the
  * next request. Records use at most once a minute.
+ * With `otherMode`, a well-formed token unknown here that is active in the other mode's data dir gets
+ * otherModeTokenMessage instead (the look-up runs on that 401 path only).
  */
 export function apiTokenVerifier(
   store: Pick<Store, 'tokens' | 'users' | 'atomic'>,
   now: () => Date = () => new Date(),
+  otherMode?: OtherModeTokens,
 ): CredentialVerifier {
   return {
     kind: 'api-token',
     claims: (token) => token.startsWith(TOKEN_PREFIX),
     async verify(token) {
-      const found = isWellFormedToken(token) ? store.tokens.credentialByHash(hashToken(token)) : undefined;
+      const hash = isWellFormedToken(token) ? hashToken(token) : undefined;
+      const found = hash === undefined ? undefined : store.tokens.credentialByHash(hash);
+      if (!found && hash !== undefined && otherMode?.tokens.hasActive(hash)) {
+        throw unauthorized(otherModeTokenMessage(otherMode.mode));
+      }
       if (!found || found.userDisabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
       const at = now();
       if (!found.lastUsedAt || at.getTime() - Date.parse(found.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {

@@ -53,14 +53,19 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
   } catch (err) {
-    return report(err);
+    return report(err, command);
   }
 }
 
-function report(err: unknown): number {
+/** The commands: a ConfigError (a bad flag or variable value) points at the running command's `--help`. */
+const COMMANDS = new Set(['serve', 'token', 'user', 'sandbox']);
+
+/** Prints `err` for the user and returns the exit code; `command` is the command that was running. */
+function report(err: unknown, command: string | undefined): number {
   if (err instanceof UsageError || err instanceof ConfigError) {
-    const command = err instanceof UsageError ? err.command : undefined;
-    const help = command ? `switchboard ${command} --help` : 'switchboard --help';
+    const about =
+      err instanceof UsageError ? err.command : command && COMMANDS.has(command) ? command : undefined;
+    const help = about ? `switchboard ${about} --help` : 'switchboard --help';
     process.stderr.write(`switchboard: ${err.message}\nRun '${help}' for usage.\n`);
     return 2;
   }

@@ -28,6 +28,11 @@ export interface ServiceConfig {
   dataDir: string;
   /** Test mode: an in-process sandbox instead of WhatsApp, and a separate default data dir. */
   sandbox: boolean;
+  /**
+   * The other mode's data dir (the live one in sandbox mode, the sandbox one in live mode) when `dataDir` is the
+   * platform default (no --data-dir): a 401 for a token of that data dir says so. Absent with an explicit data dir.
+   */
+  otherModeDataDir?: string;
   /** Port of the in-process sandbox (sandbox mode without waUrl); 0 picks a free one. */
   sandboxPort: number;
   /** WhatsApp-protocol WebSocket URL; in sandbox mode it replaces the in-process sandbox. */
@@ -489,6 +494,7 @@ export function resolveServiceConfig(
 ): ServiceConfig {
   const sandbox = resolveSandboxMode(flags, env);
   const dataDir = resolveDataDir(flags, sandbox, env, platform);
+  const defaultDir = !setting(sourcesOf(flags, env), 'dataDir');
   const src = sourcesOf(flags, env, input, input.file ? undefined : readSettingsFile(dataDir));
   const waUrlSetting = setting(src, 'waUrl');
   const waUrl = parseWsUrl(waUrlSetting);
@@ -507,6 +513,7 @@ export function resolveServiceConfig(
     host: setting(src, 'host')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(src, 'port'), DEFAULT_PORT),
     dataDir,
+    ...(defaultDir && { otherModeDataDir: defaultDataDir(!sandbox, platform) }),
     sandbox,
     sandboxPort: parsePort(setting(src, 'sandboxPort'), 0),
     ...(waUrl && { waUrl }),

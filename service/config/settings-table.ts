@@ -121,8 +121,8 @@ export const SETTINGS = [
     env: 'SWITCHBOARD_SANDBOX_PORT',
     kind: 'integer',
     arg: 'PORT',
-    default: '0, a free one',
-    description: 'Port of the in-process sandbox.',
+    default: "0: its last start's port when free, else a free one",
+    description: 'Port of the in-process sandbox. At 0 it keeps one port per data dir across restarts, so its URL stays valid.',
     group: 'service',
   },
   {

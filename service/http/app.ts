@@ -5,7 +5,7 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { apiTokenVerifier } from '../auth/api-tokens.ts';
+import { apiTokenVerifier, type OtherModeTokens } from '../auth/api-tokens.ts';
 import { createAuthenticator } from '../auth/authenticate.ts';
 import { jwtVerifier, type JwtVerifierOptions } from '../auth/jwt.ts';
 import { LiveCredentials } from '../auth/live-credentials.ts';
@@ -60,6 +60,8 @@ export interface AppOptions extends ApiDeps {
   revocationSweepMs?: number;
   /** Per-user caps on open event streams and large uploads in progress; absent: DEFAULT_USER_CAPS (20 and 2). */
   userCaps?: Partial<UserCaps>;
+  /** The other mode's data dir (live ↔ sandbox), named in a 401 for one of its tokens; absent: no such hint. */
+  otherModeTokens?: OtherModeTokens;
 }
 
 export const API_PREFIX = '/api';
@@ -82,8 +84,18 @@ function acceptEmptyJsonBodies(app: FastifyInstance): void {
 
 /** A ready-to-listen API instance. */
 export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
-  const { logger, streamLimits, jwt, rateLimit, allowedHosts, allowedOrigins, revocationSweepMs, userCaps, ...deps } =
-    opts;
+  const {
+    logger,
+    streamLimits,
+    jwt,
+    rateLimit,
+    allowedHosts,
+    allowedOrigins,
+    revocationSweepMs,
+    userCaps,
+    otherModeTokens,
+    ...deps
+  } = opts;
   const caps: UserCaps = { ...DEFAULT_USER_CAPS, ...userCaps };
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -106,7 +118,10 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     ...(allowedOrigins && { allowedOrigins }),
   });
   const onAuthFailure = await registerRateLimit(app, rateLimit);
-  const verifiers = [apiTokenVerifier(deps.store), ...(jwt ? [jwtVerifier(deps.store, jwt)] : [])];
+  const verifiers = [
+    apiTokenVerifier(deps.store, undefined, otherModeTokens),
+    ...(jwt ? [jwtVerifier(deps.store, jwt)] : []),
+  ];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
   registerIdempotency(app, deps.store); // Idempotency-Key on send and operation routes (after the scope: it needs request.connection)

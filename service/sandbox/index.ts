@@ -45,6 +45,12 @@ export interface SandboxOptions {
   host?: string;
   /** Listen port; `0` (default) picks a free port. */
   port?: number;
+  /**
+   * With `port` 0: listen on the port this data dir's sandbox listened on last time (kept in its database), so its
+   * URL survives a restart; when another program holds that port, on a free one (`portTaken` says so), which is
+   * kept from then on. Default false.
+   */
+  reusePort?: boolean;
   /** Parent logger; protocol chatter is logged at debug/trace. Default: pino at `warn`. */
   logger?: Logger;
   /** Port of the HTTPS media host (same listen address); `0` (default) picks a free port. */
@@ -69,6 +75,8 @@ export interface Sandbox {
   caCertPem: string;
   /** `host:port` of the HTTPS media host (as advertised in `media_conn`). */
   mediaHost: string;
+  /** With `reusePort`: the port of the last start, when it was taken and the sandbox listens on another one. */
+  portTaken?: number;
   /** Create the demo accounts and chats, only when no accounts exist (idempotent). */
   seedDemo(): Promise<void>;
   /** Close client WebSockets, the HTTP server and the database. */
@@ -78,6 +86,43 @@ export interface Sandbox {
 const WS_PATH = '/ws/chat';
 /** Generous upper bound for one client frame (Noise frames are at most 16 MiB). */
 const MAX_WS_MESSAGE = 32 * 1024 * 1024;
+
+/** `meta` key of the port the admin API and WebSocket listened on last (as decimal text; `reusePort`). */
+const PORT_KEY = 'listen.port';
+
+/**
+ * Listens on `remembered` when it is set and free, else on a free port; `taken` is `remembered` when another
+ * program held it. (A server whose listen failed may listen again: node:net.)
+ */
+async function listenReusing(
+  server: Server,
+  remembered: number | undefined,
+  host: string,
+): Promise<{ port: number; taken?: number }> {
+  if (remembered === undefined) return { port: await listen(server, 0, host) };
+  try {
+    return { port: await listen(server, remembered, host) };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+    return { port: await listen(server, 0, host), taken: remembered };
+  }
+}
+
+function rememberedPort(store: Store): number | undefined {
+  const text = store.getMeta(PORT_KEY)?.toString('utf8');
+  const port = text && /^\d{1,5}$/.test(text) ? Number(text) : 0;
+  return port > 0 && port <= 65535 ? port : undefined;
+}
+
+/** Keeps `port` for the next start; a failed write (a full disk) only costs the next start its old URL. */
+function rememberPort(store: Store, port: number, logger: Logger): void {
+  try {
+    store.setMeta(PORT_KEY, Buffer.from(String(port)));
+  } catch (err) {
+    logger.warn({ err, port }, 'could not remember the sandbox port for the next start');
+  }
+}
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -159,10 +204,19 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   });
 
   let port: number;
+  let portTaken: number | undefined;
+  const reuse = opts.reusePort === true && (opts.port ?? 0) === 0;
   try {
     await media.listen(host, opts.mediaPort ?? 0);
-    port = await listen(server, opts.port ?? 0, host);
+    if (reuse) {
+      const remembered = rememberedPort(store);
+      ({ port, taken: portTaken } = await listenReusing(server, remembered, host));
+      if (port !== remembered) rememberPort(store, port, logger);
+    } else {
+      port = await listen(server, opts.port ?? 0, host);
+    }
   } catch (err) {
+    server.close();
     await media.close();
     store.close();
     throw err;
@@ -171,7 +225,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
   hostPort = `${urlHost}:${port}`;
   wsUrl = `ws://${hostPort}${WS_PATH}`;
   const url = `http://${hostPort}`;
-  logger.info({ url, wsUrl, mediaHost: media.host }, 'sandbox listening');
+  logger.info({ url, wsUrl, mediaHost: media.host, ...(portTaken && { portTaken }) }, 'sandbox listening');
 
   let closed = false;
   return {
@@ -180,6 +234,7 @@ export async function startSandbox(opts: SandboxOptions): Promise<Sandbox> {
     rootPublicKey: Buffer.from(identity.rootKey.public),
     caCertPem: tls.caCertPem,
     mediaHost: media.host,
+    ...(portTaken !== undefined && { portTaken }),
     async seedDemo() {
       if (seedDemo(store, accounts)) logger.info('seeded demo accounts');
     },

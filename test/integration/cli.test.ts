@@ -5,14 +5,17 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VERSION } from '../../service/config/version.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/switchboard.js');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/switchboard.js');
 const tmpDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'sb-cli-'));
 
 /** Runs `serve`, waits for `lines` stdout lines, sends SIGTERM, and returns stdout, stderr and the exit code. */
@@ -62,6 +65,38 @@ describe('switchboard serve', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('in sandbox mode keeps the Sandbox URL across restarts of one data dir, and says so when its port was taken', { timeout: 120_000 }, async () => {
+    const dir = tmpDir();
+    const sandboxLine = (stdout: string) => /^Sandbox: (\S+)$/m.exec(stdout)![1]!;
+    try {
+      const first = sandboxLine((await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir], 2)).stdout);
+      const again = sandboxLine((await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir], 2)).stdout);
+      expect(again).toBe(first); // a reader's SANDBOX=… still works after a restart
+
+      const port = Number(new URL(first).port);
+      const squatter = createServer();
+      await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+      try {
+        const moved = await serveAndStop(['--sandbox', '--port', '0', '--data-dir', dir, '--log-format', 'json'], 2);
+        expect(sandboxLine(moved.stdout)).not.toBe(first);
+        const warning = moved.stderr
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { level: number; msg: string })
+          .find((l) => l.msg.startsWith("The sandbox's port"));
+        expect(warning?.level).toBe(40);
+        expect(warning?.msg).toBe(
+          `The sandbox's port ${port} (from its last start) is in use by another program, so it listens on ` +
+            `${sandboxLine(moved.stdout)} now and keeps that port from here on: update SANDBOX to the new Sandbox: line`,
+        );
+      } finally {
+        await new Promise((resolve) => squatter.close(resolve));
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a file that is not its database with one line on stderr and exit 1, leaving it untouched', async () => {
     const dir = tmpDir();
     const file = path.join(dir, 'switchboard.db');
@@ -77,11 +112,13 @@ describe('switchboard serve', () => {
 
   it.each([
     [['serve', '--bogus'], /^switchboard: unknown option --bogus\nRun 'switchboard serve --help' for usage\.\n$/],
-    [['serve', '--port', 'abc'], /invalid --port value "abc"/],
+    // A bad value of a command's setting points at that command's help, which lists the setting (issue 25 item 8).
+    [['serve', '--port', 'abc'], /^switchboard: invalid --port value "abc": expected a port number 0-65535\nRun 'switchboard serve --help' for usage\.\n$/],
+    [['sandbox', '--port', 'abc'], /^switchboard: invalid --port value "abc": expected a port number 0-65535\nRun 'switchboard sandbox --help' for usage\.\n$/],
     [['serve', '--log-level', 'loud'], /invalid --log-level value "loud"/],
     [['serve', '--wa-url', 'http://x'], /invalid --wa-url value "http:\/\/x": expected a ws:\/\/ or wss:\/\/ URL/],
     [['serve', '--wa-url', 'ws://127.0.0.1:9/ws/chat'], /^switchboard: --wa-url is for sandbox mode only/],
-    [['serve', '--public-url', 'localhost:7575/api'], /^switchboard: invalid --public-url value "localhost:7575\/api": expected the API's public base URL: http:\/\/ or https:\/\/, no query, fragment or credentials \(e\.g\. https:\/\/wa\.example\.com\/api\)\nRun 'switchboard --help' for usage\.\n$/],
+    [['serve', '--public-url', 'localhost:7575/api'], /^switchboard: invalid --public-url value "localhost:7575\/api": expected the API's public base URL: http:\/\/ or https:\/\/, no query, fragment or credentials \(e\.g\. https:\/\/wa\.example\.com\/api\)\nRun 'switchboard serve --help' for usage\.\n$/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['token', 'create'], /--user NAME \(or --user-id ID\) is required/],
     [['token', 'revoke'], /expected exactly one token ID/],
@@ -91,6 +128,22 @@ describe('switchboard serve', () => {
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
+  });
+
+  it('runs from a checkout the way the README says: npm run cli -- <command>, and every npm run it names exists', async () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const named = [...readme.matchAll(/npm run (?:--silent )?([\w:-]+)/g)].map((m) => m[1]!);
+    expect(named).toContain('cli');
+    for (const name of named) expect(scripts, `npm run ${name}`).toHaveProperty(name);
+    expect(scripts.serve).toBe(`${scripts.cli} serve`); // `npm run serve -- …` is `npm run cli -- serve …`
+    const res = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn('npm', ['run', '--silent', 'cli', '--', '--version'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.once('exit', (code) => resolve({ code, stdout }));
+    });
+    expect(res).toEqual({ code: 0, stdout: `${VERSION}\n` });
   });
 
   it('prints help on stdout with exit 0', async () => {

@@ -148,13 +148,21 @@ describe('connections', () => {
       expect(res.body).toEqual({ statusCode: 409, error: 'Conflict', message });
     });
 
-    it('409 Connection is not online for the profile of a connection that is not online', async () => {
+    it('409 Connection is not online, with its status as the send routes say it, for the profile of a connection that is not online', async () => {
       for (const status of ['scan_qr', 'starting', 'online'] as const) {
         // 'online' in the database but no live session behind it: still not online for the engine.
         const c = api.connection(alice.id, status);
-        const res = await api.request('GET', `/connections/${c.id}/me`, { token: alice.token });
-        expect(res.status).toBe(409);
-        expect(res.body).toMatchObject({ message: 'Connection is not online' });
+        for (const [method, route, body] of [
+          ['GET', `/connections/${c.id}/me`, undefined],
+          ['PATCH', `/connections/${c.id}/me`, { about: 'x' }],
+        ] as const) {
+          const res = await api.request(method, route, { token: alice.token, body });
+          expect(res.status).toBe(409);
+          expect(res.body).toEqual({ statusCode: 409, error: 'Conflict', message: `Connection is not online (status: ${status})` });
+        }
+        // The send routes' message for the same connection (engine.ts): the same words.
+        const send = await api.request('POST', `/connections/${c.id}/send`, { token: alice.token, body: { chatId: '+15550101', text: 'hi' } });
+        expect(send.body).toMatchObject({ message: `Connection is not online (status: ${status})` });
       }
     });
   });
@@ -274,7 +282,17 @@ describe('connections', () => {
         headers: { 'content-type': 'application/xml' },
       });
       expect(text.status).toBe(415);
-      expect(text.body).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type' });
+      const hint = 'Unsupported Media Type: send a JSON body with Content-Type: application/json';
+      expect(text.body).toEqual({ statusCode: 415, error: 'Unsupported Media Type', message: hint });
+      // `curl -d '{…}'` without `-H 'content-type: application/json'` sends a form: the same hint, nothing stored.
+      const before = api.store.connections.listByUser(alice.id).length;
+      const form = await api.request('POST', '/connections', {
+        token: alice.token,
+        rawBody: '{"name":"x"}',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(form.body).toEqual({ statusCode: 415, error: 'Unsupported Media Type', message: hint });
+      expect(api.store.connections.listByUser(alice.id)).toHaveLength(before);
     });
 
     it('PATCH with an unknown field changes nothing', async () => {

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createServer } from 'node:net';
 import { WebSocket } from 'ws';
 import { pino } from 'pino';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
@@ -458,5 +459,48 @@ describe('sandbox admin API validation', () => {
     expect([...ts].sort((a, b) => a - b)).toEqual(ts);
     const seeded = await api<ReceivedMessage[]>(sandbox.url, 'GET', '/accounts/15550100/messages');
     expect(seeded.body.map((m) => m.text)).toContain('Can you bring the charger?');
+  });
+});
+
+describe('sandbox port across restarts (reusePort)', () => {
+  let root: string;
+  const logger = pino({ level: 'silent' });
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'sandbox-port-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  const portOf = (s: Sandbox) => Number(new URL(s.url).port);
+
+  it('keeps its port across restarts of one data dir; a taken port falls back to a free one, which is kept', async () => {
+    const first = await startSandbox({ dataDir: root, logger, reusePort: true });
+    const port = portOf(first);
+    expect(first.portTaken).toBeUndefined();
+    await first.close();
+
+    const again = await startSandbox({ dataDir: root, logger, reusePort: true });
+    expect(again.url).toBe(first.url);
+    expect(again.wsUrl).toBe(first.wsUrl);
+    expect(again.portTaken).toBeUndefined();
+    await again.close();
+
+    // Another program holds the port meanwhile: a free port, said so.
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+    let moved: Sandbox | undefined;
+    try {
+      moved = await startSandbox({ dataDir: root, logger, reusePort: true });
+      expect(moved.portTaken).toBe(port);
+      expect(portOf(moved)).not.toBe(port);
+      expect((await api(moved.url, 'GET', '/')).status).toBe(200);
+    } finally {
+      await moved?.close();
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+    // The new port is the one kept from then on.
+    const after = await startSandbox({ dataDir: root, logger, reusePort: true });
+    expect(after.url).toBe(moved!.url);
+    expect(after.portTaken).toBeUndefined();
+    await after.close();
   });
 });

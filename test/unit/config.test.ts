@@ -41,6 +41,7 @@ describe('resolveServiceConfig', () => {
       host: '127.0.0.1',
       port: 7575,
       dataDir: '/home/ann/.local/share/switchboard',
+      otherModeDataDir: '/home/ann/.local/share/switchboard/sandbox',
       sandbox: false,
       sandboxPort: 0,
       logLevel: 'info',

@@ -1,8 +1,8 @@
 /**
  * One error shape for every failure (interface-spec §7, docs/architecture.md § Errors):
  * `{ message, statusCode, error }`. ServiceErrors keep their status and message; validation and other client errors
- * Fastify raises (bad JSON, unsupported media type, body too large) keep theirs; anything else is a 500 that reveals
- * nothing internal.
+ * Fastify raises (bad JSON, body too large) keep theirs, an unsupported media type says to send JSON; anything else
+ * is a 500 that reveals nothing internal.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -20,6 +20,9 @@ export function errorBody(statusCode: number, message: string): ErrorBody {
   return { message, statusCode, error: STATUS_CODES[statusCode] ?? 'Error' };
 }
 
+/** The 415 for a body that is not JSON (Fastify's own message is the status text alone). */
+export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send a JSON body with Content-Type: application/json';
+
 /** Seconds a client should wait before polling again after a 503 (worker booting). */
 const RETRY_AFTER_S = 2;
 
@@ -31,6 +34,8 @@ function classify(err: unknown): ErrorBody | undefined {
   }
   if (!(err instanceof Error)) return undefined;
   const status = (err as Partial<FastifyError>).statusCode;
+  // Every body the API takes is JSON: say how to send one (curl -d without -H sends a form, for one).
+  if ((err as Partial<FastifyError>).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return errorBody(415, UNSUPPORTED_MEDIA_TYPE);
   if (typeof status === 'number' && status >= 400 && status < 500) return errorBody(status, err.message);
   return undefined;
 }

@@ -59,9 +59,16 @@ const PictureBody = Type.Object(
 const ContactParams = Type.Object({ id: Type.String(), jid: Type.String({ description: 'A user JID or an international number' }) });
 
 export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
-  /** The connection of a `/me` route (connection-scope.ts resolved it): 409 `Connection is not online` (as GET /me always answered) unless it is. */
+  /**
+   * The connection of a `/me` route (connection-scope.ts resolved it), unless it is not online: then 409
+   * `Connection is not online (status: <status>)`, the send routes' message (engine.ts): the session's status, else
+   * the stored one.
+   */
   const online = (c: ConnectionRow) => {
-    if (c.status !== 'online' || engine.liveStatus(c.id)?.status !== 'online') throw conflict('Connection is not online');
+    const live = engine.liveStatus(c.id)?.status;
+    if (c.status !== 'online' || live !== 'online') {
+      throw conflict(`Connection is not online (status: ${live && live !== 'online' ? live : c.status})`);
+    }
     return c.id;
   };
 
