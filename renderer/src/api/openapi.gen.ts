@@ -837,6 +837,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -925,6 +939,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1059,6 +1087,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1145,6 +1187,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1277,6 +1333,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -1368,8 +1438,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1488,6 +1572,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1626,6 +1724,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1645,7 +1757,7 @@ export interface paths {
         };
         /**
          * Export a chat (JSONL, HTML transcript, or ZIP with media)
-         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`.
+         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`. A user runs at most `--max-exports-per-user` exports at once (429 past it).
          */
         get: {
             parameters: {
@@ -1723,8 +1835,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many exports in progress for this user (`--max-exports-per-user`, 2 by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1924,6 +2050,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -2028,6 +2168,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2158,6 +2312,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2265,8 +2433,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2397,6 +2579,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2508,8 +2704,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2710,6 +2920,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2818,8 +3042,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2956,6 +3194,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3073,8 +3325,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3218,6 +3484,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -3314,8 +3594,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3434,6 +3728,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3571,6 +3879,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3689,6 +4011,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3794,8 +4130,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3913,6 +4263,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4047,6 +4411,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         post?: never;
@@ -4134,6 +4512,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4322,6 +4714,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         /** Edit a sent text message (about 15 minutes) */
@@ -4476,6 +4882,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4653,6 +5073,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -4741,6 +5175,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4873,6 +5321,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -4972,6 +5434,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5173,6 +5649,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -5285,6 +5775,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5494,6 +5998,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -5673,6 +6191,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5881,6 +6413,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -6058,6 +6604,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6266,6 +6826,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -6462,6 +7036,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -6640,6 +7228,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6847,6 +7449,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7025,6 +7641,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7233,6 +7863,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7339,6 +7983,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7469,6 +8127,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7587,6 +8259,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -7689,6 +8375,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7840,6 +8540,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7932,6 +8646,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8186,6 +8914,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -8323,6 +9065,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8502,6 +9258,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -8582,6 +9352,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8679,6 +9463,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -8764,6 +9562,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8876,6 +9688,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9014,6 +9840,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         post?: never;
@@ -9099,6 +9939,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9268,6 +10122,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -9382,6 +10250,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9528,6 +10410,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -9603,6 +10499,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
