@@ -5,8 +5,8 @@
  * A reader thread (reader-worker.ts) has its own read-only connection to the database file; in WAL mode a reader
  * sees the last commit and never waits for a writer nor holds one back (https://www.sqlite.org/wal.html). It runs
  * the same code as the main thread would (`heavyReads` over `searchIndex` and `messagesRepo`), so results and
- * export bytes are the same. The pool has `threads` threads (2 by default), started on the first read; each read
- * goes to the thread with the fewest reads in flight. A search is one round trip; an export reads the chat one
+ * export bytes are the same. The pool grows to `threads` threads (2 by default) as reads overlap: a read goes to an
+ * idle thread, else to a new one while there is room, else to the thread with the fewest reads in flight. A search is one round trip; an export reads the chat one
  * batch of `exportBatch` messages per round trip, asking for the next batch as soon as one arrives, so the main
  * thread only copies each batch into the response (JSONL arrives already serialized).
  *
@@ -177,9 +177,19 @@ export function createReader(opts: ReaderOptions): Reader {
     return slot;
   }
 
-  /** The live thread with the fewest reads in flight (started or replaced as needed). */
+  /**
+   * An idle live thread, else a new one while the pool has room (a dead one is replaced), else the live thread with
+   * the fewest reads in flight: one-at-a-time reads never start a second thread.
+   */
   function pick(): Slot {
-    for (let i = 0; i < threads; i++) if (!slots[i] || slots[i]!.gone) slots[i] = spawn();
+    for (let i = slots.length - 1; i >= 0; i--) if (slots[i]!.gone) slots.splice(i, 1);
+    const idle = slots.find((s) => s.calls.size === 0);
+    if (idle) return idle;
+    if (slots.length < threads) {
+      const slot = spawn();
+      slots.push(slot);
+      return slot;
+    }
     return slots.reduce((a, b) => (b.calls.size < a.calls.size ? b : a));
   }
 
