@@ -162,7 +162,7 @@ export async function startStack(serveArgs: string[] = []): Promise<Stack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
   const sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
   const serviceDir = path.join(dir, 'service');
-  const args = ['--sandbox', '--wa-url', sandbox.wsUrl, '--allow-lan-webhooks', '--typing-delay-ms', '0', '--rate-limit', '0', '--port', '0', '--data-dir', serviceDir, '--log-level', 'warn', ...serveArgs];
+  const args = ['--sandbox', '--wa-url', sandbox.wsUrl, '--allow-lan-webhooks', '--typing-delay-ms', '0', '--rate-limit', '0', '--wa-query-pace', '0', '--port', '0', '--data-dir', serviceDir, '--log-level', 'warn', ...serveArgs];
   let service: ServiceProcess;
   try {
     service = await startServe(args);

@@ -25,7 +25,7 @@ import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { peerTokens } from './db/peer-tokens.ts';
-import { openStore } from './db/store.ts';
+import { MAIN_THREAD_WRITE_WAIT_MS, openStore } from './db/store.ts';
 import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
@@ -169,9 +169,12 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     const writeLock = workers > 0 ? new SharedArrayBuffer(4) : undefined;
     // Whether a session thread holding that lock has stopped (known once the pool exists; main's thread id is 0).
     let threadGone = (_threadId: number): boolean => false;
+    // Its writes wait at most MAIN_THREAD_WRITE_WAIT_MS for the lock (this thread serves HTTP; an API write that
+    // cannot get the lock answers 503).
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
-      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t)) }),
+      busyTimeoutMs: MAIN_THREAD_WRITE_WAIT_MS,
+      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t), { giveUpMs: MAIN_THREAD_WRITE_WAIT_MS }) }),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
@@ -331,7 +334,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       userCaps: {
         ...(config.maxStreamsPerUser !== undefined && { maxStreams: config.maxStreamsPerUser }),
         ...(config.maxLargeUploadsPerUser !== undefined && { maxLargeUploads: config.maxLargeUploadsPerUser }),
+        ...(config.maxExportsPerUser !== undefined && { maxExports: config.maxExportsPerUser }),
       },
+      ...(config.waQueryPace && { waQueryPace: config.waQueryPace }),
     });
     cleanups.push({ step: 'api', cleanup: () => app.close() });
     let portFallback: PortFallback | undefined;

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import type { Store } from '../db/store.ts';
+import { isBusyError, type Store } from '../db/store.ts';
 import { API_TOKEN_FORMAT } from '../secrets/credentials.ts';
 import type { TokenRecord, TokensRepo } from '../db/tokens.ts';
 import { AUTH_MESSAGES, unauthorized, type CredentialVerifier } from './authenticate.ts';
@@ -84,7 +84,7 @@ export function otherModeTokenMessage(mode: OtherModeTokens['mode']): string {
  * Verifier for `wh_` API tokens: checks the shape and checksum, looks the token and its user up by its SHA-256
  * (one query: this runs on every request), and rejects revoked tokens and disabled users (401 `Invalid or revoked
  * API token`). Nothing is cached: a revocation or a disabled user, from this process or the CLI, counts from the
- * next request. Records use at most once a minute.
+ * next request. Records use at most once a minute (skipped, not refused, while the database stays locked).
  * With `otherMode`, a well-formed token unknown here that is active in the other mode's data dir gets
  * otherModeTokenMessage instead (the look-up runs on that 401 path only).
  */
@@ -105,7 +105,13 @@ export function apiTokenVerifier(
       if (!found || found.userDisabled) throw unauthorized(AUTH_MESSAGES.invalidApiToken);
       const at = now();
       if (!found.lastUsedAt || at.getTime() - Date.parse(found.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
-        store.atomic(() => store.tokens.touch(found.tokenId, at.toISOString())); // holds the threads' write lock
+        try {
+          store.atomic(() => store.tokens.touch(found.tokenId, at.toISOString())); // holds the threads' write lock
+        } catch (err) {
+          // A record of use is not worth refusing the request: with the database locked past the main thread's
+          // wait, the next request records it.
+          if (!isBusyError(err)) throw err;
+        }
       }
       return { id: found.userId, name: found.userName, credential: { kind: 'api-token', tokenId: found.tokenId } };
     },

@@ -80,6 +80,10 @@ export interface ServiceConfig {
   maxStreamsPerUser?: number;
   /** Request bodies over 1 MiB in progress at once per user (0 = no cap); absent: 2. */
   maxLargeUploadsPerUser?: number;
+  /** Chat exports in progress at once per user (0 = no cap); absent: 2. */
+  maxExportsPerUser?: number;
+  /** Requests to the routes that ask WhatsApp, per connection (max 0 = no pace); absent: 30/min (http/plugins/wa-query-pace.ts). */
+  waQueryPace?: { max: number; windowMs: number };
   /**
    * The API's public base URL (`--public-url`, e.g. `https://wa.example.com/api`, no trailing `/`): Messages'
    * `media.url` is built from it, and its host and origin are accepted like the loopback ones. Absent: the URL
@@ -161,6 +165,8 @@ export interface ConfigFlags {
   maxStreamsPerUser?: string;
   workers?: string;
   maxLargeUploadsPerUser?: string;
+  maxExportsPerUser?: string;
+  waQueryPace?: string;
   publicUrl?: string;
 }
 
@@ -562,24 +568,27 @@ function securityFrom(src: Sources): Pick<ServiceConfig, 'jwt' | 'rateLimit' | '
   };
 }
 
+type UserCapSettings = 'maxStreamsPerUser' | 'maxLargeUploadsPerUser' | 'maxExportsPerUser' | 'waQueryPace';
+
 /**
- * Per-user caps of `serve`; only the ones set appear (env SWITCHBOARD_MAX_STREAMS_PER_USER,
- * _MAX_LARGE_UPLOADS_PER_USER; defaults in http/plugins/user-caps.ts). @throws ConfigError
+ * Per-user caps and the per-connection pace of WhatsApp queries of `serve`; only the ones set appear (env
+ * SWITCHBOARD_MAX_STREAMS_PER_USER, _MAX_LARGE_UPLOADS_PER_USER, _MAX_EXPORTS_PER_USER, _WA_QUERY_PACE; defaults in
+ * http/plugins/user-caps.ts and wa-query-pace.ts). @throws ConfigError
  */
-export function userCaps(
-  flags: ConfigFlags,
-  env: Env = process.env,
-  input: SettingsInput = {},
-): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
+export function userCaps(flags: ConfigFlags, env: Env = process.env, input: SettingsInput = {}): Pick<ServiceConfig, UserCapSettings> {
   return userCapsFrom(sourcesOf(flags, env, input));
 }
 
-function userCapsFrom(src: Sources): Pick<ServiceConfig, 'maxStreamsPerUser' | 'maxLargeUploadsPerUser'> {
+function userCapsFrom(src: Sources): Pick<ServiceConfig, UserCapSettings> {
   const streams = setting(src, 'maxStreamsPerUser');
   const uploads = setting(src, 'maxLargeUploadsPerUser');
+  const exports = setting(src, 'maxExportsPerUser');
+  const pace = setting(src, 'waQueryPace');
   return {
     ...(streams && { maxStreamsPerUser: parseCount(streams, 0) }),
     ...(uploads && { maxLargeUploadsPerUser: parseCount(uploads, 0) }),
+    ...(exports && { maxExportsPerUser: parseCount(exports, 0) }),
+    ...(pace && { waQueryPace: parseRate(pace) }),
   };
 }
 

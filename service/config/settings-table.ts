@@ -493,6 +493,28 @@ export const SETTINGS = [
     description: 'Request bodies over 1 MiB (media sends) in progress at once per user; more answer 429; 0 = no cap.',
     group: 'security',
   },
+  {
+    name: 'maxExportsPerUser',
+    flag: 'max-exports-per-user',
+    env: 'SWITCHBOARD_MAX_EXPORTS_PER_USER',
+    kind: 'integer',
+    arg: 'N',
+    default: '2',
+    description: 'Chat exports in progress at once per user; more answer 429; 0 = no cap.',
+    group: 'security',
+  },
+  {
+    name: 'waQueryPace',
+    flag: 'wa-query-pace',
+    env: 'SWITCHBOARD_WA_QUERY_PACE',
+    kind: 'string',
+    arg: 'N[/WINDOW]',
+    default: '30/min',
+    description:
+      'Requests per connection to the routes that ask WhatsApp (number checks, groups, profiles, block list), e.g. ' +
+      '10/min; more answer 429 until the pace allows one again; 0 = off.',
+    group: 'security',
+  },
 ] as const satisfies readonly SettingSpec[];
 
 export type SettingName = (typeof SETTINGS)[number]['name'];

@@ -290,6 +290,11 @@ export interface PagePosition {
   seq: number;
 }
 
+/** The position before a chat's first message at or after `since` (unix seconds; absent: the start): `range`'s first `after`. */
+export function rangeStart(since = 0): PagePosition {
+  return { timestamp: since - 1, seq: Number.MAX_SAFE_INTEGER };
+}
+
 export function encodeCursor(position: PagePosition): string {
   return Buffer.from(`${position.timestamp}:${position.seq}`).toString('base64url');
 }
@@ -514,6 +519,12 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
   const hasAfter = (connectionId: string, chatId: string, at: PagePosition) =>
     q.anyAfter.get(connectionId, chatId, at.timestamp, at.seq) !== undefined;
 
+  const range = (connectionId: string, chatId: string, after: PagePosition, until = Number.MAX_SAFE_INTEGER, batch = 500): { messages: Message[]; next: PagePosition | null } => {
+    const rows = q.range.all(connectionId, chatId, after.timestamp, after.seq, until, batch) as RawRow[];
+    const last = rows[rows.length - 1];
+    return { messages: withReactions(connectionId, rows), next: last && rows.length === batch ? position(last) : null };
+  };
+
   const objectPages = chatPages<RawRow, Message>({
     first: (c, chat, n) => q.firstPage.all(c, chat, n) as RawRow[],
     before: (c, chat, at, n) => q.pageBefore.all(c, chat, at.timestamp, at.seq, n) as RawRow[],
@@ -736,18 +747,19 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
      * between `since` and `until` (unix seconds, inclusive). For exports.
      */
     *iterate(connectionId: string, chatId: string, opts: { since?: number; until?: number; batch?: number } = {}): Generator<Message> {
-      let pos: PagePosition = { timestamp: (opts.since ?? 0) - 1, seq: Number.MAX_SAFE_INTEGER };
-      const until = opts.until ?? Number.MAX_SAFE_INTEGER;
-      const batch = opts.batch ?? 500;
-      for (;;) {
-        const rows = q.range.all(connectionId, chatId, pos.timestamp, pos.seq, until, batch) as RawRow[];
-        if (rows.length === 0) return;
-        yield* withReactions(connectionId, rows);
-        const last = rows[rows.length - 1]!;
-        if (rows.length < batch) return;
-        pos = { timestamp: last.timestamp, seq: last.seq! };
+      let after: PagePosition | null = rangeStart(opts.since);
+      while (after) {
+        const page = range(connectionId, chatId, after, opts.until, opts.batch);
+        yield* page.messages;
+        after = page.next;
       }
     },
+    /**
+     * One batch of `iterate`: up to `batch` (500) messages of a chat oldest first, after the position `after`
+     * (`rangeStart(since)` for the first) and up to `until` (unix seconds, inclusive); `next` is where the following
+     * batch starts, null after the last one. The pages of exports, read on the reader threads (reader.ts).
+     */
+    range,
     /** Raw WebMessageInfo of the newest incoming message of a chat (to send its read receipt). */
     latestIncomingRaw(connectionId: string, chatId: string): Buffer | undefined {
       return (q.latestIncoming.get(connectionId, chatId, 1) as { raw: Buffer } | undefined)?.raw;

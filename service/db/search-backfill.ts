@@ -2,12 +2,14 @@
  * The background build of the full-text index for messages stored before it existed (migration 6 leaves a
  * `search.backfill` marker when there were any). Batches of BATCH messages by `seq`, each in its own transaction
  * with the marker's progress, so an interrupted build (stop, crash, kill) resumes where it left off at the next
- * start. Progress goes to the log. New messages are indexed as they are written, independently of this.
+ * start; one that finds the write lock held too long is tried again a second later. Progress goes to the log. New messages are indexed as they are written, independently of this.
  */
-import type { Store } from './store.ts';
+import { isBusyError, type Store } from './store.ts';
 
 const BATCH = 2000;
 const LOG_EVERY_MS = 5000;
+/** A batch that could not get the write lock (isBusyError) is tried again after this long. */
+const BUSY_RETRY_MS = 1000;
 
 /** The two log levels the backfill writes (a pino logger fits). */
 export interface BackfillLogger {
@@ -21,6 +23,7 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
   const batch = deps.batch ?? BATCH;
   let stopped = false;
   let timer: NodeJS.Immediate | undefined;
+  let retry: NodeJS.Timeout | undefined;
   let lastLog = 0;
   let started = false;
   let resolveDone!: () => void;
@@ -31,6 +34,11 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
     try {
       progress = store.tx(() => store.search.backfillStep(batch));
     } catch (err) {
+      if (isBusyError(err)) {
+        // Another writer held the lock past the main thread's wait (a large history chunk): try again shortly.
+        retry = setTimeout(step, BUSY_RETRY_MS);
+        return;
+      }
       logger.error({ err }, 'search index: building the index of stored messages failed; it resumes at the next start');
       return resolveDone();
     }
@@ -55,6 +63,7 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
     stop() {
       stopped = true;
       if (timer) clearImmediate(timer);
+      clearTimeout(retry);
       resolveDone();
     },
     done,

@@ -36,6 +36,15 @@ export function isStorageError(err: unknown): boolean {
   return typeof code === 'string' && /^(SQLITE_(FULL|IOERR|READONLY|CANTOPEN)|ENOSPC|EIO|EROFS|EDQUOT)/.test(code);
 }
 
+/**
+ * Whether `err` means a write could not get the database's write lock in time (SQLITE_BUSY from SQLite's busy
+ * timeout or from the threads' write lock, SQLITE_LOCKED): nothing was written, and the same write can be retried.
+ */
+export function isBusyError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
+}
+
 /** The store's view of its disk: `unavailable` from a failed commit until the next successful one. */
 export interface StorageState {
   state: 'ok' | 'unavailable';
@@ -73,7 +82,22 @@ export interface StoreOptions {
    * busy handler alone orders the writers.
    */
   writeLock?: { acquire(): void; release(): void };
+  /**
+   * How long a write of this store waits for SQLite's write lock when another connection (another process, a tool)
+   * holds it, in ms: SQLite's busy timeout (5,000 by default, database.ts). The main thread sets a shorter one
+   * (MAIN_THREAD_WRITE_WAIT_MS): it waits with its event loop stopped, and an API write that cannot get the lock
+   * answers 503. A write that gives up throws SQLITE_BUSY and has written nothing.
+   */
+  busyTimeoutMs?: number;
 }
+
+/**
+ * How long the main thread's writes (API writes, webhook claims and outcomes, retention) wait for the write lock
+ * — the threads' lock (write-lock.ts) and SQLite's — before giving up with SQLITE_BUSY (the API answers 503 with
+ * `retry-after`). The main thread waits with its event loop stopped, so this bounds that stall; the lock's usual
+ * holders keep it for milliseconds (a group commit's 4 ms window) up to a few hundred (a large history chunk).
+ */
+export const MAIN_THREAD_WRITE_WAIT_MS = 1_000;
 
 /** Opens `<dataDir>/switchboard.db` (see openDatabase for errors). */
 export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
@@ -81,6 +105,7 @@ export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
 }
 
 export function createStore(db: Db, opts: StoreOptions = {}) {
+  if (opts.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs))}`);
   const webhooks = webhooksRepo(db);
   const search = searchIndex(db);
   const mediaUrls = new MediaUrls();

@@ -10,6 +10,7 @@ import { createAuthenticator } from '../auth/authenticate.ts';
 import { jwtVerifier, type JwtVerifierOptions } from '../auth/jwt.ts';
 import { LiveCredentials } from '../auth/live-credentials.ts';
 import type { RateLimitSettings } from '../config/service-config.ts';
+import { createReader, heavyReads, type Reader } from '../db/reader.ts';
 import type { EventStream, StreamLimits } from './stream/event-stream.ts';
 import { registerWebSocketSupport, streamRoutes } from './stream/routes.ts';
 import type { ApiDeps } from './deps.ts';
@@ -21,6 +22,7 @@ import { registerHardening } from './plugins/hardening.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { registerRequestLog } from './plugins/request-log.ts';
 import { DEFAULT_USER_CAPS, registerUploadCap, type UserCaps } from './plugins/user-caps.ts';
+import { registerWaQueryPace, type PaceSettings } from './plugins/wa-query-pace.ts';
 import { DOCS_PATH, registerOpenApi } from './openapi.ts';
 import { billingRoutes } from './routes/billing.ts';
 import { chatRoutes } from './routes/chats.ts';
@@ -58,10 +60,14 @@ export interface AppOptions extends ApiDeps {
   allowedOrigins?: string[];
   /** How often open WebSocket streams are re-checked against revocations made elsewhere (the CLI). */
   revocationSweepMs?: number;
-  /** Per-user caps on open event streams and large uploads in progress; absent: DEFAULT_USER_CAPS (20 and 2). */
+  /** Per-user caps on open event streams, large uploads and exports in progress; absent: DEFAULT_USER_CAPS (20, 2, 2). */
   userCaps?: Partial<UserCaps>;
   /** The other mode's data dir (live ↔ sandbox), named in a 401 for one of its tokens; absent: no such hint. */
   otherModeTokens?: OtherModeTokens;
+  /** Where searches and exports read; absent: a pool of reader threads on the store's file (db/reader.ts), closed with the app. */
+  reader?: Reader;
+  /** The pace of the routes that query WhatsApp, per connection (plugins/wa-query-pace.ts); absent: DEFAULT_WA_QUERY_PACE. */
+  waQueryPace?: PaceSettings;
 }
 
 export const API_PREFIX = '/api';
@@ -94,6 +100,8 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     revocationSweepMs,
     userCaps,
     otherModeTokens,
+    reader: givenReader,
+    waQueryPace,
     ...deps
   } = opts;
   const caps: UserCaps = { ...DEFAULT_USER_CAPS, ...userCaps };
@@ -125,6 +133,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
   registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
   registerIdempotency(app, deps.store); // Idempotency-Key on send and operation routes (after the scope: it needs request.connection)
+  registerWaQueryPace(app, waQueryPace); // after the connection scope: a route's pace counts only the caller's connections
   registerUploadCap(app, caps);
   registerRequestLog(app);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
@@ -150,9 +159,20 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   live.start(deps.store, revocationSweepMs);
   app.addHook('onClose', async () => live.stop());
 
-  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, statusRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, searchRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
+  for (const routes of [healthRoutes, connectionRoutes, chatRoutes, messageRoutes, contactRoutes, groupRoutes, sendRoutes, statusRoutes, operationRoutes, profileRoutes, presenceRoutes, mediaRoutes, webhookRoutes, eventRoutes, billingRoutes]) {
     await app.register(routes, { ...deps, prefix: API_PREFIX });
   }
+  // Searches and exports read on reader threads, never on this thread (db/reader.ts).
+  const reader =
+    givenReader ??
+    createReader({
+      file: deps.store.db.memory ? undefined : deps.store.db.name,
+      inProcess: heavyReads(deps.store),
+      mediaBase: () => deps.store.mediaUrls.base,
+      onError: (err) => logger.error({ err }, 'a reader thread failed; the next read starts a new one'),
+    });
+  if (!givenReader) app.addHook('onClose', async () => reader.close());
+  await app.register(searchRoutes, { ...deps, reader, maxExports: caps.maxExports, prefix: API_PREFIX });
   await app.register(tokenRoutes, { ...deps, live, prefix: API_PREFIX });
   if (deps.settings) await app.register(settingsRoutes, { ...deps, settings: deps.settings, prefix: API_PREFIX });
   await app.register(streamRoutes, {

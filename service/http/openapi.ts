@@ -8,7 +8,8 @@
  * - `tags` and `summary` when the route has none (from ROUTE_SUMMARIES or derived from the path);
  * - the bearer security requirement, or none for `config.auth: 'none'` routes;
  * - the error responses the cross-cutting plugins can produce (400 validation, 401 auth, 403 ownership/Host/Origin,
- *   404 for routes with path parameters, 429 rate limit), in the spec's error shape, unless the route has its own.
+ *   404 for routes with path parameters, 429 rate limit, 503 database locked on authenticated routes), in the
+ *   spec's error shape, unless the route has its own.
  * The docs' own routes are public and hidden from the document.
  * Event payloads (events/payloads.ts) are components of the document: the event record of `GET /events` and the
  * payload of a webhook delivery are marked (EVENT_RECORD, EVENT_PAYLOAD) and documented by reference to them, while
@@ -24,7 +25,8 @@ import { EVENT_PAYLOAD_SCHEMAS, eventTypeName } from '../events/payloads.ts';
 export const OPENAPI_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
 
-const ErrorSchema = (description: string) =>
+/** The spec's error body `{ message, statusCode, error }` as a response schema, with what the status means on a route. */
+export const ErrorSchema = (description: string) =>
   Type.Object(
     {
       message: Type.String(),
@@ -43,6 +45,10 @@ const ERRORS = {
   403: ErrorSchema('The resource belongs to another user; or the request’s Host or Origin is not allowed'),
   404: ErrorSchema('Not found, e.g. `Connection not found`'),
   429: ErrorSchema('Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers'),
+  503: ErrorSchema(
+    'The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was ' +
+      'changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds',
+  ),
 } as const;
 
 /**
@@ -282,6 +288,9 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
     add(403);
     if (schema.params) add(404);
     add(429);
+    // Any authenticated request may write (a JWT's user, a token's last use, the route's own write) and find the
+    // database locked: plugins/errors.ts answers that 503.
+    if (!isPublic) add(503);
     schema.response = response;
     route.schema = schema as RouteOptions['schema'];
     record(route, url, schema);

@@ -29,7 +29,8 @@ describe('group metadata across a service restart', () => {
   let token: string;
 
   const serve = async () => {
-    const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--port', '0', '--data-dir', path.join(dir, 'service')]);
+    // --wa-query-pace 0: the test polls a group's metadata until a change shows (the pace has its own test).
+    const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, '--wa-query-pace', '0', '--port', '0', '--data-dir', path.join(dir, 'service')]);
     services.push(s);
     return s;
   };

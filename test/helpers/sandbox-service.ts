@@ -83,6 +83,9 @@ export async function startSandboxService(opts: SandboxServiceOptions = {}): Pro
     workerId: 'local',
     typingDelayMs: typingDelayMs ?? { min: 0, max: 0 },
     ...(allowLan && { allowLanWebhooks: true }),
+    // The tests poll group and profile routes as fast as they like; the pace of WhatsApp queries has its own test
+    // (test/integration/main-thread.test.ts).
+    waQueryPace: { max: 0, windowMs: 60_000 },
     // SWITCHBOARD_WORKERS=N runs these tests with the sessions on N worker threads, as `serve` does with it.
     ...(process.env.SWITCHBOARD_WORKERS && { workers: Number(process.env.SWITCHBOARD_WORKERS) }),
     ...configOverrides,

@@ -13,6 +13,7 @@ import { pino, type Logger } from 'pino';
 import type { Billing } from '../../service/billing/billing.ts';
 import { issueToken } from '../../service/auth/api-tokens.ts';
 import type { ConnectionRow } from '../../service/db/connections.ts';
+import type { Reader } from '../../service/db/reader.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
@@ -69,9 +70,9 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-/** App options tests may set (security settings: JWT, rate limits, allowed hosts/origins). */
+/** App options tests may set (security settings: JWT, rate limits, allowed hosts/origins, caps and paces). */
 export type TestAppOptions = Partial<
-  Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs' | 'userCaps'>
+  Pick<AppOptions, 'jwt' | 'rateLimit' | 'allowedHosts' | 'allowedOrigins' | 'revocationSweepMs' | 'userCaps' | 'waQueryPace'>
 >;
 
 export interface TestApiOptions {
@@ -83,6 +84,8 @@ export interface TestApiOptions {
   billing?: (deps: { store: Store; logger: Logger; origin: () => string }) => Billing;
   /** Status of connections made with `connection()` when none is given; default `scan_qr`. */
   connectionStatus?: ConnectionRow['status'];
+  /** The reader of searches and exports, built on the harness's store (closed with it); absent: the app's own. */
+  reader?: (store: Store) => Reader;
   /** Options of the machine settings (flags/env of "this process", a keychain, a restart hook). */
   settings?: Partial<Omit<MachineSettingsOptions, 'dataDir'>>;
 }
@@ -112,6 +115,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   });
   let origin = '';
   const billing = opts.billing?.({ store, logger, origin: () => origin });
+  const reader = opts.reader?.(store);
   const settings = new MachineSettings({ dataDir, flags: {}, env: {}, allowLanWebhooks: false, openKeychain: null, ...opts.settings });
   const app = await buildApp({
     store,
@@ -126,6 +130,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     ...(opts.streamLimits && { streamLimits: opts.streamLimits }),
     ...(billing && { billing }),
     settings,
+    ...(reader && { reader }),
     ...opts.app,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -172,6 +177,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
     },
     async close() {
       await app.close();
+      await reader?.close();
       await engine.close();
       store.close();
       if (!opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });

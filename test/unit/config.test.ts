@@ -128,6 +128,20 @@ describe('resolveServiceConfig', () => {
     );
   });
 
+  it('reads the export cap and the pace of WhatsApp queries from flags, env or settings.json (0 = off)', () => {
+    expect(resolveServiceConfig({ maxExportsPerUser: '4', waQueryPace: '10/min' }, {}, linux)).toMatchObject({
+      maxExportsPerUser: 4,
+      waQueryPace: { max: 10, windowMs: 60_000 },
+    });
+    const env = { SWITCHBOARD_MAX_EXPORTS_PER_USER: '0', SWITCHBOARD_WA_QUERY_PACE: '0' };
+    expect(resolveServiceConfig({}, env, linux)).toMatchObject({ maxExportsPerUser: 0, waQueryPace: { max: 0 } });
+    expect(resolveServiceConfig({}, {}, linux)).not.toHaveProperty('waQueryPace'); // the default lives in the plugin
+    expect(() => resolveServiceConfig({ waQueryPace: 'fast' }, {}, linux)).toThrow(/--wa-query-pace/);
+    expect(() => resolveServiceConfig({}, { SWITCHBOARD_MAX_EXPORTS_PER_USER: 'two' }, linux)).toThrow(
+      'invalid SWITCHBOARD_MAX_EXPORTS_PER_USER value "two": expected a whole number',
+    );
+  });
+
   it('reads the session worker threads from the flag or env (0-256); absent by default (the sessions on the main thread)', () => {
     expect(resolveServiceConfig({}, {}, linux).workers).toBeUndefined();
     expect(resolveServiceConfig({ workers: '4' }, {}, linux).workers).toBe(4);

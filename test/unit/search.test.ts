@@ -184,7 +184,7 @@ describe('search index', () => {
 });
 
 describe('migration of a database from before the index', () => {
-  it('indexes the stored messages in the background, resuming after an interruption', async () => {
+  it('indexes the stored messages in the background, resuming after an interruption and a held write lock', async () => {
     // The schema as it was before the search migration, with messages in it.
     const file = path.join(dir, 'switchboard.db');
     const old = new Database(file);
@@ -214,9 +214,16 @@ describe('migration of a database from before the index', () => {
     expect(partial).toBeLessThan(100);
     store.close();
 
-    store = openStore(dir);
+    // resumed while another connection holds the write lock: the batch that cannot get it is tried again
+    store = openStore(dir, { busyTimeoutMs: 50 });
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
     const second = startSearchBackfill({ store, logger, batch: 40 });
+    await new Promise((r) => setTimeout(r, 200));
+    other.exec('ROLLBACK');
+    other.close();
     await second.done;
+    expect(logs.filter((l) => l.includes('failed'))).toEqual([]);
     const found = (q: string) => store.search.search(q, { connectionIds: ['c1'] }, { limit: 100, order: 'recent' });
     expect(found('angstrom').hits.length).toBe(100);
     expect(found('"note 250"').hits.map((h) => h.messageId)).toEqual([`false_${CHAT}_o250`]);

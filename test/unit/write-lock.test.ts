@@ -3,14 +3,15 @@
  * bypasses the lock finds SQLite's own lock taken by a thread's group commit and sleeps in SQLite's busy handler
  * (up to 100 ms a step) with its event loop stopped: the webhook dispatcher's claims and outcomes did, and webhook
  * deliveries lagged by up to a second (docs/scaling.md). Here a real worker thread holds the lock (only the lock, not
- * SQLite's: a write that skips the lock would go through at once) and the test sees each write wait for it.
+ * SQLite's: a write that skips the lock would go through at once) and the test sees each write wait for it, and a
+ * bounded wait (the main thread's) give up with SQLITE_BUSY, having written nothing.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../service/db/store.ts';
+import { isBusyError, openStore, type Store } from '../../service/db/store.ts';
 import { WriteLock } from '../../service/db/write-lock.ts';
 
 const HOLD_MS = 300;
@@ -54,6 +55,23 @@ describe('write lock', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(HOLD_MS * 0.8);
     lock.release();
     await holder.terminate();
+  });
+
+  it('gives up after giveUpMs with SQLITE_BUSY (the main thread bounds its wait); the write wrote nothing', async () => {
+    const buffer = new SharedArrayBuffer(4);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-lock-'));
+    const s = (store = openStore(dir, { writeLock: new WriteLock(buffer, undefined, { giveUpMs: HOLD_MS / 3 }) }));
+    const holder = await holdLockInAnotherThread(buffer);
+    let error: unknown;
+    try {
+      s.tx(() => s.users.ensure('u'));
+    } catch (err) {
+      error = err;
+    }
+    expect(isBusyError(error)).toBe(true);
+    expect((error as { code?: string }).code).toBe('SQLITE_BUSY');
+    await holder.terminate();
+    expect(s.users.list()).toEqual([]);
   });
 
   // Each of the store's own writes outside tx/ingest that the main thread makes while session threads commit.

@@ -837,6 +837,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -925,6 +939,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1059,6 +1087,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1145,6 +1187,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1277,6 +1333,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -1368,8 +1438,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1529,6 +1613,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -1658,6 +1756,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1677,7 +1789,7 @@ export interface paths {
         };
         /**
          * Export a chat (JSONL, HTML transcript, or ZIP with media)
-         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`.
+         * @description Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, `media/<file>` and `media-missing.json`. A user runs at most `--max-exports-per-user` exports at once (429 past it).
          */
         get: {
             parameters: {
@@ -1755,8 +1867,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many exports in progress for this user (`--max-exports-per-user`, 2 by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1956,6 +2082,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -2060,6 +2200,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2219,6 +2373,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2326,8 +2494,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2487,6 +2669,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2598,8 +2794,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2829,6 +3039,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -2937,8 +3161,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3104,6 +3342,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3221,8 +3473,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3395,6 +3661,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -3491,8 +3771,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3640,6 +3934,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3806,6 +4114,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3953,6 +4275,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -3978,10 +4314,7 @@ export interface paths {
                     /** @description true: ask WhatsApp again instead of using the 24 h cache */
                     refresh?: boolean;
                 };
-                header?: {
-                    /** @description Makes the request idempotent for 24 h (e.g. a UUID; 1–255 printable ASCII characters, no spaces): the same key with the same request answers the first answer again (header `Idempotent-Replayed: true`) and never acts twice; with another request it is a 422. Scoped to you and the connection. See docs/api.md "Idempotent requests". */
-                    "idempotency-key"?: string;
-                };
+                header?: never;
                 path: {
                     id: string;
                 };
@@ -4061,34 +4394,22 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                            statusCode: number;
-                        };
-                    };
-                };
-                /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                            statusCode: number;
-                        };
-                    };
-                };
-                /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
+                /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4235,6 +4556,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4398,6 +4733,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         post?: never;
@@ -4485,6 +4834,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4661,6 +5024,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4868,6 +5245,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         post?: never;
@@ -5062,6 +5453,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -5150,6 +5555,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5282,6 +5701,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -5381,6 +5814,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5611,6 +6058,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -5723,6 +6184,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5920,6 +6395,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6140,6 +6629,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6377,6 +6880,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -6583,6 +7100,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6820,6 +7351,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7045,6 +7590,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7252,6 +7811,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7488,6 +8061,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7695,6 +8282,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7932,6 +8533,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -8138,6 +8753,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8366,6 +8995,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -8501,6 +9144,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8660,6 +9317,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -8778,6 +9449,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -8880,6 +9565,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9031,6 +9730,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -9123,6 +9836,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9377,6 +10104,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9514,6 +10255,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9693,6 +10448,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -9773,6 +10542,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9870,6 +10653,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9955,6 +10752,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10067,6 +10878,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10205,6 +11030,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         post?: never;
@@ -10290,6 +11129,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10459,6 +11312,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -10573,6 +11440,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10719,6 +11600,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -10794,6 +11689,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -1,12 +1,13 @@
 /**
  * One error shape for every failure (interface-spec §7, docs/architecture.md § Errors):
  * `{ message, statusCode, error }`. ServiceErrors keep their status and message; validation and other client errors
- * Fastify raises (bad JSON, body too large) keep theirs, an unsupported media type says to send JSON; anything else
+ * Fastify raises (bad JSON, body too large) keep theirs, an unsupported media type says to send JSON; a write that
+ * could not get the database's write lock in time is a 503 with `retry-after` (nothing was written); anything else
  * is a 500 that reveals nothing internal.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isStorageError } from '../../db/store.ts';
+import { isBusyError, isStorageError } from '../../db/store.ts';
 import { ServiceError } from '../../errors.ts';
 
 export interface ErrorBody {
@@ -25,10 +26,20 @@ export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send a JSON body 
 
 /** Seconds a client should wait before polling again after a 503 (worker booting). */
 const RETRY_AFTER_S = 2;
+/** Seconds a client should wait before retrying a write refused because the database stayed locked. */
+const BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * The 503 of a write that could not get the database's write lock within the main thread's wait
+ * (db/store.ts MAIN_THREAD_WRITE_WAIT_MS): nothing was written.
+ */
+export const DATABASE_BUSY_MESSAGE =
+  'The database is busy (another writer holds its write lock): nothing was changed; retry in a moment';
 
 /** The body for a deliberate error; undefined for an unexpected one (a 500). */
 function classify(err: unknown): ErrorBody | undefined {
   if (err instanceof ServiceError) return errorBody(err.statusCode, err.message);
+  if (isBusyError(err)) return errorBody(503, DATABASE_BUSY_MESSAGE);
   if (isStorageError(err)) {
     return errorBody(507, 'Storage is unavailable (the data directory is full or not writable): nothing was changed; try again once space is freed');
   }
@@ -48,7 +59,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.error({ err }, 'request failed');
       return reply.code(500).send(errorBody(500, 'Internal Server Error'));
     }
-    if (body.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_S));
+    if (body.statusCode === 503) {
+      const busy = body.message === DATABASE_BUSY_MESSAGE;
+      if (busy) request.log.warn({ err }, 'a write could not get the database lock in time (503)');
+      reply.header('retry-after', String(busy ? BUSY_RETRY_AFTER_S : RETRY_AFTER_S));
+    }
     return reply.code(body.statusCode).send(body);
   });
 

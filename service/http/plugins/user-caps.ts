@@ -1,8 +1,10 @@
 /**
  * Per-user caps on what holds memory for long (issue 20): open WebSocket event streams, and request bodies above
  * 1 MiB in progress at once (media sends: up to ~100 MiB of base64 each, held while the body is read, decoded and
- * sent). Past a cap the request answers 429 in the spec's error shape with a message naming the limit; nothing is
- * read or stored. Keyed by user (all of a user's tokens and JWTs share a cap), in memory, one process.
+ * sent); and on chat exports in progress at once (issue 25: each keeps a reader thread busy batch after batch; the
+ * export route takes its slot with `PerUserSlots`). Past a cap the request answers 429 (`retry-after: 1`) in the
+ * spec's error shape with a message naming the limit; nothing is read or stored. Keyed by user (all of a user's
+ * tokens and JWTs share a cap), in memory, one process.
  *
  * A large upload counts from the moment its size is known to be above `largeUploadBytes` (its Content-Length, or
  * the bytes of a chunked body read so far) until its response is closed. A body larger than the route's own body
@@ -19,9 +21,11 @@ export interface UserCaps {
   maxLargeUploads: number;
   /** What counts as a large upload, in bytes. */
   largeUploadBytes: number;
+  /** Chat exports in progress at once per user (`--max-exports-per-user`); 0 = no cap. */
+  maxExports: number;
 }
 
-export const DEFAULT_USER_CAPS: UserCaps = { maxStreams: 20, maxLargeUploads: 2, largeUploadBytes: 1024 * 1024 };
+export const DEFAULT_USER_CAPS: UserCaps = { maxStreams: 20, maxLargeUploads: 2, largeUploadBytes: 1024 * 1024, maxExports: 2 };
 
 /** WebSocket close code of a stream refused past the cap after the upgrade (a race of simultaneous opens). */
 export const TOO_MANY_STREAMS_CLOSE = 4429;
@@ -34,6 +38,9 @@ export const tooManyUploads = (max: number, bytes: number) =>
     429,
     `Too many large uploads in progress for this user (limit ${max} bodies over ${formatBytes(bytes)} at once); retry when one has finished`,
   );
+
+export const tooManyExports = (max: number) =>
+  new ServiceError(429, `Too many chat exports in progress for this user (limit ${max} at once); retry when one has finished`);
 
 function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`;

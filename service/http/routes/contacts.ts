@@ -27,6 +27,7 @@ export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
   api.post(
     '/connections/:id/contacts/check',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description:
           'Whether each number is on WhatsApp, answered by one usync query (numbers answered in the last 24 h come from a cache). Numbers are international numbers or user JIDs.',

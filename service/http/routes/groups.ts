@@ -81,6 +81,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/groups',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description: 'The groups the account is in, by subject (asked from WhatsApp). `offset` counts groups.',
         params: ConnectionParams,
@@ -114,6 +115,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/groups/:groupId',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description: 'One group with its members and their admin roles (kept current from WhatsApp’s group notifications).',
         params: GroupParams,
@@ -173,6 +175,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/groups/:groupId/invite-code',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description: 'The group’s current invite code and link (admins only: 403 `Not a group admin`).',
         params: GroupParams,

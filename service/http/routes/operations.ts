@@ -101,6 +101,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/blocklist',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description: 'The JIDs this account blocked, as WhatsApp’s server keeps them.',
         params: ConnectionParams,

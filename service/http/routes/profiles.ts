@@ -75,7 +75,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/me',
     {
-      config: OPERATION,
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description:
           'The linked account’s profile. `about` and `pictureUrl` come from a 24 h cache (`?refresh=true` asks WhatsApp again) ' +
@@ -124,6 +124,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   api.get(
     '/connections/:id/contacts/:jid/profile',
     {
+      config: { waQuery: true }, // asks WhatsApp: paced per connection (plugins/wa-query-pace.ts)
       schema: {
         description:
           'A contact’s name, about text and picture. About and picture are asked from WhatsApp and cached for 24 h ' +

@@ -5,14 +5,17 @@
  * - `GET /connections/:id/chats/:chatId/export`: the chat oldest first as JSONL (one Message per line) or a
  *   self-contained HTML transcript, or with `media=true` a ZIP of the transcript and the media files. Streamed
  *   from a keyset iterator over the database; media not on disk is downloaded through the media path, or listed
- *   as missing (`media-missing.json`, and marked in the HTML).
+ *   as missing (`media-missing.json`, and marked in the HTML). At most `maxExports` exports of a user at once
+ *   (429 with `retry-after` past it, like large uploads: plugins/user-caps.ts).
+ * Both read on the reader threads (db/reader.ts), never on this thread, which serves every other request.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Archiver, ArchiverError, ArchiverOptions } from 'archiver';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Message } from '../../db/messages.ts';
+import type { Reader } from '../../db/reader.ts';
 import type { SearchFilters } from '../../db/search.ts';
 import type { Store } from '../../db/store.ts';
 import type { AuthUser } from '../../auth/authenticate.ts';
@@ -20,6 +23,8 @@ import { badRequest } from '../../errors.ts';
 import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { TRANSCRIPT_CSP } from '../plugins/hardening.ts';
+import { ErrorSchema } from '../openapi.ts';
+import { PerUserSlots, tooManyExports } from '../plugins/user-caps.ts';
 import { MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -55,7 +60,8 @@ const SearchResultAll = Type.Object({
 const SearchPage = Type.Object({ results: Type.Array(SearchResult), nextBefore: Nullable(Type.String()) });
 const SearchPageAll = Type.Object({ results: Type.Array(SearchResultAll), nextBefore: Nullable(Type.String()) });
 
-function runSearch(store: Store, connectionIds: string[], query: SearchQueryT) {
+/** Searches on a reader thread (db/reader.ts); only the chat id's canonical form is looked up here. */
+function runSearch(store: Store, reader: Reader, connectionIds: string[], query: SearchQueryT) {
   const filters: SearchFilters = { connectionIds };
   // One connection: its LID mapping applies; across connections the chat is matched as written (a LID stays a LID).
   if (query.chatId !== undefined) {
@@ -67,23 +73,11 @@ function runSearch(store: Store, connectionIds: string[], query: SearchQueryT) {
   if (query.fromMe !== undefined) filters.fromMe = query.fromMe;
   if (query.since !== undefined) filters.since = query.since;
   if (query.until !== undefined) filters.until = query.until;
-  const page = store.search.search(query.q, filters, {
+  return reader.search(query.q, filters, {
     limit: query.limit,
     order: query.order,
     ...(query.before !== undefined && { before: query.before }),
   });
-  const results = [];
-  for (const hit of page.hits) {
-    const message = store.messages.get(hit.connectionId, hit.messageId);
-    if (!message) continue;
-    results.push({
-      connectionId: hit.connectionId,
-      message,
-      snippet: hit.snippet,
-      chatName: store.search.chatName(hit.connectionId, message.chatId),
-    });
-  }
-  return { results, nextBefore: page.nextBefore };
 }
 
 const ExportQuery = Type.Object({
@@ -92,6 +86,11 @@ const ExportQuery = Type.Object({
   since: Type.Optional(Type.Integer({ minimum: 0, description: 'Unix seconds, inclusive' })),
   until: Type.Optional(Type.Integer({ minimum: 0, description: 'Unix seconds, inclusive' })),
 });
+
+/** The export's declared answers besides its streams (typed loosely: the 200 answer is a stream, not a schema's JSON). */
+const EXPORT_RESPONSES: Record<number, TSchema> = {
+  429: ErrorSchema('Too many exports in progress for this user (`--max-exports-per-user`, 2 by default), or the rate limit; see `retry-after`'),
+};
 
 /** HTML-escapes text for element content and attribute values. */
 export function escapeHtml(s: string): string {
@@ -107,18 +106,18 @@ main{max-width:820px;margin:0 auto;padding:16px}.day{text-align:center;margin:14
 footer{text-align:center;color:#667781;font-size:12px;padding:20px}`;
 
 /** The HTML transcript of a chat, piece by piece (a generator: the page is streamed as the messages are read). */
-function* htmlTranscript(
+async function* htmlTranscript(
   title: string,
   subtitle: string,
-  messages: Iterable<Message>,
+  messages: AsyncIterable<Message>,
   mediaRef?: (m: Message) => { href?: string; missing: boolean } | undefined,
-): Generator<string> {
+): AsyncGenerator<string> {
   yield `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
     `<title>${escapeHtml(title)}</title><style>${HTML_STYLE}</style></head><body>\n` +
     `<header><h1>${escapeHtml(title)}</h1><p>${escapeHtml(subtitle)}</p></header><main>\n`;
   let day = '';
   let count = 0;
-  for (const m of messages) {
+  for await (const m of messages) {
     const at = new Date(m.timestamp * 1000);
     const d = at.toISOString().slice(0, 10);
     if (d !== day) {
@@ -146,14 +145,8 @@ function* htmlTranscript(
 }
 
 /** Readable of text pieces, pulled as the consumer reads (no buffering of the whole chat). */
-function textStream(pieces: Iterable<string>): Readable {
+function textStream(pieces: AsyncIterable<string>): Readable {
   return Readable.from(pieces, { objectMode: false });
-}
-
-function jsonlLines(messages: Iterable<Message>): Iterable<string> {
-  return (function* () {
-    for (const m of messages) yield `${JSON.stringify(m)}\n`;
-  })();
 }
 
 /** A file name for a Content-Disposition header: the chat's digits/letters only. */
@@ -161,13 +154,20 @@ function exportName(chatId: string, ext: string): string {
   return `chat-${chatId.replace(/[^0-9A-Za-z._-]/g, '_')}.${ext}`;
 }
 
-export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export interface SearchRouteOptions extends ApiDeps {
+  /** Where searches and exports read (db/reader.ts). */
+  reader: Reader;
+  /** Chat exports in progress at once per user (`--max-exports-per-user`); 0 = no cap. */
+  maxExports: number;
+}
+
+export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, engine, reader, maxExports }) => {
   api.get(
     '/connections/:id/search',
     { schema: { params: Type.Object({ id: Type.String() }), querystring: SearchQuery, response: { 200: SearchPage } } },
     async (request) => {
       const c = request.connection;
-      return runSearch(store, [c.id], request.query);
+      return runSearch(store, reader, [c.id], request.query);
     },
   );
 
@@ -175,10 +175,13 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
     const user: AuthUser = request.user;
     return runSearch(
       store,
+      reader,
       store.connections.listByUser(user.id).map((c) => c.id),
       request.query,
     );
   });
+
+  const exports = new PerUserSlots();
 
   api.get(
     '/connections/:id/chats/:chatId/export',
@@ -189,7 +192,8 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
         description:
           'Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → ' +
           'a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, ' +
-          '`media/<file>` and `media-missing.json`.',
+          '`media/<file>` and `media-missing.json`. A user runs at most `--max-exports-per-user` exports at once (429 past it).',
+        response: EXPORT_RESPONSES,
       },
     },
     async (request, reply) => {
@@ -197,24 +201,30 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
       const chatId = canonicalChatId(store, c.id, request.params.chatId);
       const { format, media, since, until } = request.query;
       if (since !== undefined && until !== undefined && since > until) throw badRequest('since is after until');
+      // One slot per export in progress, from here until its response is closed (finished, or the client went away).
+      const release = exports.tryAcquire(request.user.id, maxExports);
+      if (!release) {
+        reply.header('retry-after', '1');
+        throw tooManyExports(maxExports);
+      }
+      reply.raw.once('close', release);
       const range = { ...(since !== undefined && { since }), ...(until !== undefined && { until }) };
       const chatName = store.search.chatName(c.id, chatId) ?? chatId;
       const subtitle = `${chatId} · exported ${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
       reply.header('cache-control', 'private, no-store');
 
       if (!media) {
-        const messages = store.messages.iterate(c.id, chatId, range);
         if (format === 'jsonl') {
           return reply
             .header('content-type', 'application/x-ndjson; charset=utf-8')
             .header('content-disposition', `attachment; filename="${exportName(chatId, 'jsonl')}"`)
-            .send(textStream(jsonlLines(messages)));
+            .send(textStream(reader.jsonl(c.id, chatId, range)));
         }
         return reply
           .header('content-type', 'text/html; charset=utf-8')
           .header('content-disposition', `attachment; filename="${exportName(chatId, 'html')}"`)
           .header('content-security-policy', TRANSCRIPT_CSP)
-          .send(textStream(htmlTranscript(chatName, subtitle, messages)));
+          .send(textStream(htmlTranscript(chatName, subtitle, reader.messages(c.id, chatId, range))));
       }
 
       // ZIP: first the media files (fetched one by one, downloaded when not on disk), then the transcript,
@@ -225,7 +235,7 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
       archive.on('warning', (err: ArchiverError) => request.log.warn({ err }, 'chat export: archive warning'));
       archive.on('error', (err: ArchiverError) => request.log.error({ err }, 'chat export: archive failed'));
       const fill = async () => {
-        for (const m of store.messages.iterate(c.id, chatId, range)) {
+        for await (const m of reader.messages(c.id, chatId, range)) {
           if (!m.media) continue;
           try {
             const file = await engine.messageMedia(c.id, m.id);
@@ -236,12 +246,11 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
             missing.push(m.id);
           }
         }
-        const transcript = store.messages.iterate(c.id, chatId, range);
-        if (format === 'jsonl') archive.append(textStream(jsonlLines(transcript)), { name: 'transcript.jsonl' });
+        if (format === 'jsonl') archive.append(textStream(reader.jsonl(c.id, chatId, range)), { name: 'transcript.jsonl' });
         else {
           archive.append(
             textStream(
-              htmlTranscript(chatName, subtitle, transcript, (m) => {
+              htmlTranscript(chatName, subtitle, reader.messages(c.id, chatId, range), (m) => {
                 const href = files.get(m.id);
                 return href ? { href, missing: false } : { missing: true };
               }),
