@@ -40,8 +40,10 @@ function readsAtLinkedStatus(s: SandboxService, connectionId: string): Promise<A
   });
 }
 
-describe('issue 25 item 5: the linked account is known when the status says linked', { timeout: 90_000 }, () => {
+describe('issue 25 item 5: the linked account is known when the status says linked; user ids are checked', { timeout: 90_000 }, () => {
   let s: SandboxService;
+  /** The connection linked to PHONE by the first test. */
+  let linked: string;
 
   beforeAll(async () => {
     s = await startSandboxService();
@@ -69,15 +71,51 @@ describe('issue 25 item 5: the linked account is known when the status says link
     const seen = await reads;
     expect(seen[0]).toMatchObject({ status: 'connected', reason: 'paired' });
     for (const r of seen) expect(r.connection, `${r.status} (${String(r.reason)})`).toMatchObject({ status: r.status, phoneNumber: PHONE });
+    linked = id;
+  });
+
+  /** Malformed (not digits, too short for a phone number) or unresolvable (a LID nobody here has) user ids. */
+  const BAD_IDS = ['lid@lid', '1@lid', 'abc@s.whatsapp.net', '0@s.whatsapp.net', 'abc@c.us', '15550101:x@s.whatsapp.net'];
+
+  it('block and unblock refuse a malformed or unresolvable user id with 400 and change nothing', async () => {
+    const before = (await s.sandbox('GET', `/accounts/${enc(PHONE)}/blocklist`)).body;
+    for (const jid of BAD_IDS) {
+      for (const action of ['block', 'unblock']) {
+        const res = await s.api('POST', `/connections/${linked}/contacts/${encodeURIComponent(jid)}/${action}`);
+        expect(res.status, `${action} ${jid}: ${JSON.stringify(res.body)}`).toBe(400);
+        expect(res.body).toMatchObject({ statusCode: 400, error: 'Bad Request', message: expect.stringMatching(/^jid /) });
+      }
+    }
+    expect((await s.sandbox('GET', `/accounts/${enc(PHONE)}/blocklist`)).body).toEqual(before);
+  });
+
+  it("a contact's profile refuses a malformed or unresolvable user id with 400 (no invented record)", async () => {
+    for (const jid of BAD_IDS) {
+      const res = await s.api('GET', `/connections/${linked}/contacts/${encodeURIComponent(jid)}/profile`);
+      expect(res.status, `${jid}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body).toMatchObject({ statusCode: 400, error: 'Bad Request', message: expect.stringMatching(/^jid /) });
+    }
+  });
+
+  it("a known LID still names its user: Alice's LID answers Alice's profile, and blocks and unblocks Alice", async () => {
+    const alice = (await s.sandbox('GET', `/accounts/${enc(ALICE)}`)).body as { jid: string; lid: string };
+    const lid = encodeURIComponent(alice.lid);
+    const profile = await s.api('GET', `/connections/${linked}/contacts/${lid}/profile`);
+    expect(profile).toMatchObject({ status: 200, body: { jid: alice.jid, name: 'Alice Sandbox' } });
+    expect((await s.api('POST', `/connections/${linked}/contacts/${lid}/block`)).body).toEqual({ jid: alice.jid, blocked: true });
+    expect((await s.sandbox('GET', `/accounts/${enc(PHONE)}/blocklist`)).body).toEqual([ALICE]);
+    expect((await s.api('POST', `/connections/${linked}/contacts/${lid}/unblock`)).body).toEqual({ jid: alice.jid, blocked: false });
+    expect((await s.sandbox('GET', `/accounts/${enc(PHONE)}/blocklist`)).body).toEqual([]);
   });
 
   it('by phone code: phoneNumber is set in the first read after `connected`', async () => {
     const id = await created();
     await qrOf(id);
     const asked = await s.api('POST', `/connections/${id}/pairing-code`, { phoneNumber: ALICE });
-    expect(asked.status).toBe(200);
+    expect(asked.status, JSON.stringify(asked.body)).toBe(200);
     const reads = readsAtLinkedStatus(s, id);
-    expect((await s.sandbox('POST', `/accounts/${enc(ALICE)}/link-code`, { code: asked.body.code })).status).toBe(200);
+    const typed = await s.sandbox('POST', `/accounts/${enc(ALICE)}/link-code`, { code: asked.body.code });
+    expect(typed.status, JSON.stringify(typed.body)).toBe(200);
     const seen = await reads;
     expect(seen[0]).toMatchObject({ status: 'connected', reason: 'paired' });
     for (const r of seen) expect(r.connection, `${r.status} (${String(r.reason)})`).toMatchObject({ status: r.status, phoneNumber: ALICE });
