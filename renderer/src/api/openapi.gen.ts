@@ -2,7 +2,7 @@
 // change the route schemas and regenerate; test/unit/api-types.test.ts fails on drift.
 
 export interface paths {
-    "/api/": {
+    "/": {
         parameters: {
             query?: never;
             header?: never;
@@ -84,7 +84,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/can-create": {
+    "/billing/can-create": {
         parameters: {
             query?: never;
             header?: never;
@@ -167,6 +167,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -180,6 +181,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -196,7 +212,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/checkout": {
+    "/billing/checkout": {
         parameters: {
             query?: never;
             header?: never;
@@ -244,6 +260,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -285,6 +302,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -312,6 +358,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -325,6 +372,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -339,7 +401,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/portal": {
+    "/billing/portal": {
         parameters: {
             query?: never;
             header?: never;
@@ -379,6 +441,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -413,6 +476,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -434,6 +525,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -447,6 +539,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -461,7 +568,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/slots": {
+    "/billing/slots": {
         parameters: {
             query?: never;
             header?: never;
@@ -511,6 +618,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -545,6 +653,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -566,6 +702,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -579,6 +716,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -594,7 +746,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/status": {
+    "/billing/status": {
         parameters: {
             query?: never;
             header?: never;
@@ -704,6 +856,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -717,6 +870,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -733,7 +901,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections": {
+    "/connections": {
         parameters: {
             query?: never;
             header?: never;
@@ -837,6 +1005,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -909,8 +1105,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No free connection slot: `No free connection slot: N of N in use` (PUT /billing/slots adds slots) */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -937,6 +1175,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -945,7 +1211,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}": {
+    "/connections/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1059,6 +1325,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1145,6 +1439,34 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1263,8 +1585,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1281,7 +1659,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/blocklist": {
+    "/connections/{id}/blocklist": {
         parameters: {
             query?: never;
             header?: never;
@@ -1368,8 +1746,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1392,7 +1826,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/calls/{callId}/reject": {
+    "/connections/{id}/calls/{callId}/reject": {
         parameters: {
             query?: never;
             header?: never;
@@ -1486,8 +1920,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1508,7 +2026,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats": {
+    "/connections/{id}/chats": {
         parameters: {
             query?: never;
             header?: never;
@@ -1626,6 +2144,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1636,7 +2182,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats/{chatId}/export": {
+    "/connections/{id}/chats/{chatId}/export": {
         parameters: {
             query?: never;
             header?: never;
@@ -1667,6 +2213,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The chat, oldest first, as a download (`Content-Disposition: attachment`) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                        "application/zip": string;
+                        "text/html": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -1737,6 +2294,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1747,7 +2332,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats/{chatId}/messages": {
+    "/connections/{id}/chats/{chatId}/messages": {
         parameters: {
             query?: never;
             header?: never;
@@ -1924,6 +2509,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1934,7 +2547,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts": {
+    "/connections/{id}/contacts": {
         parameters: {
             query?: never;
             header?: never;
@@ -2040,6 +2653,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -2050,7 +2691,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/block": {
+    "/connections/{id}/contacts/{jid}/block": {
         parameters: {
             query?: never;
             header?: never;
@@ -2144,8 +2785,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2166,7 +2891,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/profile": {
+    "/connections/{id}/contacts/{jid}/profile": {
         parameters: {
             query?: never;
             header?: never;
@@ -2265,8 +2990,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2289,7 +3070,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/unblock": {
+    "/connections/{id}/contacts/{jid}/unblock": {
         parameters: {
             query?: never;
             header?: never;
@@ -2383,8 +3164,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2405,7 +3270,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/check": {
+    "/connections/{id}/contacts/check": {
         parameters: {
             query?: never;
             header?: never;
@@ -2508,8 +3373,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2530,7 +3479,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/forward": {
+    "/connections/{id}/forward": {
         parameters: {
             query?: never;
             header?: never;
@@ -2696,8 +3645,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2718,7 +3751,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups": {
+    "/connections/{id}/groups": {
         parameters: {
             query?: never;
             header?: never;
@@ -2818,8 +3851,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2942,8 +4031,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2964,7 +4137,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}": {
+    "/connections/{id}/groups/{groupId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -3073,8 +4246,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3204,8 +4433,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3222,7 +4535,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/invite-code": {
+    "/connections/{id}/groups/{groupId}/invite-code": {
         parameters: {
             query?: never;
             header?: never;
@@ -3314,8 +4627,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3338,7 +4707,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/leave": {
+    "/connections/{id}/groups/{groupId}/leave": {
         parameters: {
             query?: never;
             header?: never;
@@ -3432,8 +4801,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3454,7 +4907,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/participants": {
+    "/connections/{id}/groups/{groupId}/participants": {
         parameters: {
             query?: never;
             header?: never;
@@ -3557,8 +5010,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3579,7 +5116,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/mark-read": {
+    "/connections/{id}/mark-read": {
         parameters: {
             query?: never;
             header?: never;
@@ -3675,8 +5212,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3697,7 +5318,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/me": {
+    "/connections/{id}/me": {
         parameters: {
             query?: never;
             header?: never;
@@ -3794,8 +5415,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3911,8 +5588,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3929,7 +5690,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/me/picture": {
+    "/connections/{id}/me/picture": {
         parameters: {
             query?: never;
             header?: never;
@@ -4033,8 +5794,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4056,7 +5901,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/media/{filename}": {
+    "/connections/{id}/media/{filename}": {
         parameters: {
             query?: never;
             header?: never;
@@ -4076,6 +5921,24 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The file, with its `Content-Type`, `Content-Length` and `Accept-Ranges: bytes` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
+                /** @description The one byte range the `Range` header asked for (`Content-Range: bytes <start>-<end>/<size>`) */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -4132,8 +5995,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Range Not Satisfiable (`Content-Range: bytes *\/<size>`) */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4156,7 +6061,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/messages/{messageId}": {
+    "/connections/{id}/messages/{messageId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -4322,6 +6227,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         /** Edit a sent text message (about 15 minutes) */
@@ -4474,8 +6407,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4639,8 +6656,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4660,7 +6733,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/messages/{messageId}/media": {
+    "/connections/{id}/messages/{messageId}/media": {
         parameters: {
             query?: never;
             header?: never;
@@ -4683,6 +6756,24 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The file, with its `Content-Type`, `Content-Length` and `Accept-Ranges: bytes` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
+                /** @description The one byte range the `Range` header asked for (`Content-Range: bytes <start>-<end>/<size>`) */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -4739,8 +6830,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Range Not Satisfiable (`Content-Range: bytes *\/<size>`) */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4763,7 +6896,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/pairing-code": {
+    "/connections/{id}/pairing-code": {
         parameters: {
             query?: never;
             header?: never;
@@ -4859,8 +6992,78 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not waiting to be linked, e.g. `Connection is already linked` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4881,7 +7084,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/qr": {
+    "/connections/{id}/qr": {
         parameters: {
             query?: never;
             header?: never;
@@ -4970,8 +7173,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not waiting for a scan, e.g. `Connection is already linked` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Worker is booting, please retry in a few seconds: the session is starting or reconnecting (poll until available; see `retry-after`) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4994,7 +7239,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/react": {
+    "/connections/{id}/react": {
         parameters: {
             query?: never;
             header?: never;
@@ -5159,8 +7404,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5181,7 +7510,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/restart": {
+    "/connections/{id}/restart": {
         parameters: {
             query?: never;
             header?: never;
@@ -5283,8 +7612,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5305,7 +7690,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/search": {
+    "/connections/{id}/search": {
         parameters: {
             query?: never;
             header?: never;
@@ -5494,6 +7879,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -5504,7 +7917,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send": {
+    "/connections/{id}/send": {
         parameters: {
             query?: never;
             header?: never;
@@ -5671,8 +8084,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5693,7 +8190,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-audio": {
+    "/connections/{id}/send-audio": {
         parameters: {
             query?: never;
             header?: never;
@@ -5867,8 +8364,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5889,7 +8470,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-contact": {
+    "/connections/{id}/send-contact": {
         parameters: {
             query?: never;
             header?: never;
@@ -6056,8 +8637,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6078,7 +8743,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-document": {
+    "/connections/{id}/send-document": {
         parameters: {
             query?: never;
             header?: never;
@@ -6252,8 +8917,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6274,7 +9023,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-image": {
+    "/connections/{id}/send-image": {
         parameters: {
             query?: never;
             header?: never;
@@ -6448,8 +9197,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6470,7 +9303,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-location": {
+    "/connections/{id}/send-location": {
         parameters: {
             query?: never;
             header?: never;
@@ -6638,8 +9471,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6660,7 +9577,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-poll": {
+    "/connections/{id}/send-poll": {
         parameters: {
             query?: never;
             header?: never;
@@ -6833,8 +9750,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6855,7 +9856,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-sticker": {
+    "/connections/{id}/send-sticker": {
         parameters: {
             query?: never;
             header?: never;
@@ -6866,7 +9867,7 @@ export interface paths {
         put?: never;
         /**
          * POST /connections/:id/send-sticker
-         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends (201, the stored Message of type `sticker`).
+         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends: 201, the stored Message with `kind` `sticker` and `type` `image` (`type` is always one of the spec’s seven).
          */
         post: {
             parameters: {
@@ -7023,8 +10024,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7045,7 +10130,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-video": {
+    "/connections/{id}/send-video": {
         parameters: {
             query?: never;
             header?: never;
@@ -7219,8 +10304,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7241,7 +10410,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/typing": {
+    "/connections/{id}/typing": {
         parameters: {
             query?: never;
             header?: never;
@@ -7337,8 +10506,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7359,7 +10612,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/typing/stop": {
+    "/connections/{id}/typing/stop": {
         parameters: {
             query?: never;
             header?: never;
@@ -7455,8 +10708,92 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7477,7 +10814,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/webhooks": {
+    "/connections/{id}/webhooks": {
         parameters: {
             query?: never;
             header?: never;
@@ -7575,6 +10912,34 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7687,8 +11052,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7709,7 +11130,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/get-or-create": {
+    "/connections/get-or-create": {
         parameters: {
             query?: never;
             header?: never;
@@ -7812,8 +11233,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No free connection slot: `No free connection slot: N of N in use` (PUT /billing/slots adds slots) */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7840,6 +11303,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -7848,7 +11339,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/events": {
+    "/events": {
         parameters: {
             query?: never;
             header?: never;
@@ -7944,6 +11435,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -7954,7 +11473,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/openapi.json": {
+    "/openapi.json": {
         parameters: {
             query?: never;
             header?: never;
@@ -7974,6 +11493,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description This document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
                     headers: {
@@ -8012,7 +11542,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/search": {
+    "/search": {
         parameters: {
             query?: never;
             header?: never;
@@ -8186,6 +11716,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -8196,7 +11754,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/settings": {
+    "/settings": {
         parameters: {
             query?: never;
             header?: never;
@@ -8302,6 +11860,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8315,6 +11874,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8323,6 +11883,34 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8469,6 +12057,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8482,6 +12071,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8502,11 +12120,39 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
     };
-    "/api/settings/restart": {
+    "/settings/restart": {
         parameters: {
             query?: never;
             header?: never;
@@ -8561,6 +12207,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8574,6 +12221,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8594,6 +12270,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -8602,7 +12306,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/tokens": {
+    "/tokens": {
         parameters: {
             query?: never;
             header?: never;
@@ -8667,6 +12371,34 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8762,8 +12494,78 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Token limit reached: revoke one first */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8784,7 +12586,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/tokens/{id}": {
+    "/tokens/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -8888,6 +12690,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -8895,7 +12725,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}": {
+    "/webhooks/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -9000,8 +12830,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9111,6 +12997,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -9118,7 +13032,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/deliveries/{deliveryId}/retry": {
+    "/webhooks/{id}/deliveries/{deliveryId}/retry": {
         parameters: {
             query?: never;
             header?: never;
@@ -9254,8 +13168,78 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The webhook is paused, or the delivery is still in progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9276,7 +13260,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/logs": {
+    "/webhooks/{id}/logs": {
         parameters: {
             query?: never;
             header?: never;
@@ -9394,6 +13378,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9404,7 +13416,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/test": {
+    "/webhooks/{id}/test": {
         parameters: {
             query?: never;
             header?: never;
@@ -9514,8 +13526,64 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9536,7 +13604,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/ws": {
+    "/ws": {
         parameters: {
             query?: never;
             header?: never;
@@ -9559,6 +13627,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Switching Protocols: the event stream (JSON frames, docs/events.md) */
+                101: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -9601,8 +13676,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description This endpoint needs a WebSocket upgrade */
+                426: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };

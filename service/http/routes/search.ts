@@ -20,7 +20,7 @@ import { badRequest } from '../../errors.ts';
 import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { TRANSCRIPT_CSP } from '../plugins/hardening.ts';
-import { MessageSchema, Nullable } from '../schemas.ts';
+import { BinaryResponse, MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** archiver 7's factory (CommonJS; @types/archiver 8 describes the class-based 8.x API, same instance methods). */
@@ -186,6 +186,13 @@ export const searchRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =
       schema: {
         params: Type.Object({ id: Type.String(), chatId: Type.String() }),
         querystring: ExportQuery,
+        response: {
+          200: BinaryResponse('The chat, oldest first, as a download (`Content-Disposition: attachment`)', [
+            'application/x-ndjson',
+            'text/html',
+            'application/zip',
+          ]),
+        },
         description:
           'Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → ' +
           'a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, ' +
