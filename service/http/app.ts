@@ -21,6 +21,7 @@ import { registerRateLimit } from './plugins/rate-limit.ts';
 import { registerRequestLog } from './plugins/request-log.ts';
 import { DEFAULT_USER_CAPS, registerUploadCap, type UserCaps } from './plugins/user-caps.ts';
 import { DOCS_PATH, registerOpenApi } from './openapi.ts';
+import { registerStatusLog, STATUS_LOG_ENV } from './status-log.ts';
 import { billingRoutes } from './routes/billing.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -109,6 +110,9 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
   registerUploadCap(app, caps);
   registerRequestLog(app);
+  // Test runs only (status-log.ts): which statuses each route answered, checked against the OpenAPI document.
+  const statusLog = process.env[STATUS_LOG_ENV];
+  if (statusLog) registerStatusLog(app, statusLog, API_PREFIX);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
   // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves. With no
   // batch open or syncing (most reads) there is nothing to wait for: a callback hook answers without a promise.

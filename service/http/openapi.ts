@@ -8,9 +8,10 @@
  * - `tags` and `summary` when the route has none (from ROUTE_SUMMARIES or derived from the path);
  * - the bearer security requirement, or none for `config.auth: 'none'` routes;
  * - the error responses the cross-cutting parts can produce, in the spec's error shape (schemas.ts ERROR_STATUS_TEXT),
- *   unless the route declares its own: 400 validation, 401 auth, 403 ownership/Host/Origin, 404 for routes with path
- *   parameters, 413/415 for a body too large or not JSON, 429 rate limit, 503 (retry later: the identity provider, a
- *   busy service) and 507 (storage unavailable, plugins/errors.ts) on authenticated routes. Statuses only some routes
+ *   unless the route declares its own: 400 validation (and malformed JSON on any route that takes a body), 401 auth,
+ *   403 ownership/Host/Origin, 404 for routes with path parameters, 413/415 for a body too large or not JSON, 429
+ *   rate limit, 500 (an unexpected failure, logged, revealing nothing), and on authenticated routes 503 (retry later:
+ *   the identity provider, a busy service) and 507 (storage unavailable, plugins/errors.ts). Statuses only some routes
  *   answer (402, 409, 416, 502, a route-specific 503…) are declared by those routes (schemas.ts `errorResponses`,
  *   `WHATSAPP_ERRORS`); the test run fails when a test sees a status its route does not declare
  *   (test/helpers/status-coverage.ts).
@@ -37,7 +38,7 @@ const UNAUTHORIZED =
   `Missing or bad credentials: \`${AUTH_MESSAGES.missingHeader}\`, \`${AUTH_MESSAGES.invalidApiToken}\`, ` +
   `\`${AUTH_MESSAGES.expired}\` (JWT), \`${AUTH_MESSAGES.invalidJwt}\` (invalid JWT), \`${AUTH_MESSAGES.disabledUser}\``;
 
-/** Methods whose requests carry a body Fastify parses (413 too large, 415 not JSON). */
+/** Methods whose requests carry a body Fastify parses (400 malformed JSON, 413 too large, 415 not JSON). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
@@ -272,7 +273,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
     const add = (status: ErrorStatus, description: string = ERROR_STATUS_TEXT[status]) => {
       if (!(status in response) && !(String(status) in response)) response[status] = ErrorResponse(description);
     };
-    if (schema.params || schema.body || schema.querystring) add(400);
+    if (schema.params || schema.body || schema.querystring || BODY_METHODS.has(method)) add(400);
     if (!isPublic) add(401, UNAUTHORIZED);
     add(403);
     if (schema.params) add(404);
@@ -285,6 +286,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
       add(503);
       add(507);
     }
+    add(500);
     schema.response = response;
     route.schema = schema as RouteOptions['schema'];
     record(route, url, schema);

@@ -44,6 +44,7 @@ export const ERROR_STATUS_TEXT = {
   416: 'Range Not Satisfiable (`Content-Range: bytes */<size>`)',
   426: 'This endpoint needs a WebSocket upgrade',
   429: 'Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers',
+  500: 'Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`)',
   502: 'WhatsApp (or the payment provider) refused the request or did not answer; the message says what failed',
   503: 'Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached)',
   507: 'Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed',

@@ -74,6 +74,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -148,6 +162,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -351,6 +379,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The payment provider refused the request or its credentials (`Payment provider error: …`) */
                 502: {
                     headers: {
@@ -506,6 +548,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -695,6 +751,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The payment provider refused the request or its credentials (`Payment provider error: …`) */
                 502: {
                     headers: {
@@ -837,6 +907,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -993,6 +1077,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1175,6 +1273,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -1325,6 +1437,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -1439,6 +1565,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1627,6 +1767,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -1762,6 +1916,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1976,6 +2144,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -2144,6 +2326,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -2282,6 +2478,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2509,6 +2719,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -2641,6 +2865,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2841,6 +3079,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -3006,6 +3258,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3220,6 +3486,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -3417,6 +3697,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3701,6 +3995,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -3867,6 +4175,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4087,6 +4409,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -4262,6 +4598,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4489,6 +4839,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -4643,6 +5007,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4845,6 +5223,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5066,6 +5458,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -5268,6 +5674,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -5431,6 +5851,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5632,6 +6066,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5850,6 +6298,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -6011,6 +6473,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6215,6 +6691,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6463,6 +6953,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -6684,6 +7188,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -6846,6 +7364,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7048,6 +7580,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -7189,6 +7735,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7460,6 +8020,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -7642,6 +8216,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7867,6 +8455,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8128,6 +8730,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8420,6 +9036,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -8681,6 +9311,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8973,6 +9617,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -9253,6 +9911,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -9515,6 +10187,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9806,6 +10492,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -10068,6 +10768,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10360,6 +11074,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -10550,6 +11278,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10764,6 +11506,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description WhatsApp refused the request or did not answer; the message says what failed */
                 502: {
                     headers: {
@@ -10912,6 +11668,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11082,6 +11852,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11303,6 +12087,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -11435,6 +12233,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -11520,6 +12332,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11716,6 +12542,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -11883,6 +12723,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -12120,6 +12974,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -12183,6 +13051,20 @@ export interface paths {
                         "application/json": {
                             /** @enum {boolean} */
                             restarting: true;
+                        };
+                    };
+                };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
                         };
                     };
                 };
@@ -12258,6 +13140,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -12371,6 +13267,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -12550,6 +13460,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -12678,6 +13602,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -12872,6 +13810,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -12985,6 +13937,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -13224,6 +14190,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -13366,6 +14346,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -13568,6 +14562,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Unavailable for now; retry after the `retry-after` seconds (e.g. the identity provider cannot be reached) */
                 503: {
                     headers: {
@@ -13692,6 +14700,20 @@ export interface paths {
                 };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
