@@ -113,6 +113,8 @@ describe('issue 25 item 5: the linked account is known when the status says link
     await qrOf(id);
     const asked = await s.api('POST', `/connections/${id}/pairing-code`, { phoneNumber: ALICE });
     expect(asked.status, JSON.stringify(asked.body)).toBe(200);
+    // The code request reaches the sandbox's server a moment after the API answered (Baileys sends it without waiting).
+    await waitFor('the code at the sandbox', async () => ((await s.sandbox('GET', '/')).body.linkCodes >= 1 ? true : undefined));
     const reads = readsAtLinkedStatus(s, id);
     const typed = await s.sandbox('POST', `/accounts/${enc(ALICE)}/link-code`, { code: asked.body.code });
     expect(typed.status, JSON.stringify(typed.body)).toBe(200);
