@@ -180,6 +180,42 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     return { jid, chatId: jid.endsWith('@lid') ? (pnForLid(store, session.connectionId, jid) ?? jid) : jid };
   }
 
+  /**
+   * The user a route names by its `:jid` (block, unblock, a contact's profile), as resolveChat answers it: an
+   * international number or a phone-number JID (`<6–15 digits>[:<device>]@s.whatsapp.net` or `@c.us`), checked with
+   * WhatsApp unless it is a contact or the account itself; or a LID (`<digits>[:<device>]@lid`) the connection knows
+   * (its own, a contact's, or one of Baileys' LID mappings), named by its phone-number JID where that is known.
+   * Nothing is asked of WhatsApp for an id that cannot name a user.
+   * @throws ServiceError 400 `jid must be a user JID…` (malformed, a group, status@broadcast), `jid <lid> is a LID
+   * this connection does not know…`, `+<digits> is not on WhatsApp`.
+   */
+  async function resolveUser(session: Session, input: string): Promise<{ jid: string; chatId: string }> {
+    const value = input.trim();
+    const malformed = () => badRequest('jid must be a user JID or a phone number in international format');
+    if (value.includes('@')) {
+      const m = /^(\d+)(?::\d+)?@(s\.whatsapp\.net|c\.us|lid)$/.exec(value);
+      if (!m || (m[2] !== 'lid' && !/^\d{6,15}$/.test(m[1]!))) throw malformed();
+      if (m[2] === 'lid') {
+        const lid = jidNormalizedUser(value);
+        const own = session.me;
+        const chatId = pnForLid(store, session.connectionId, lid) ?? (own?.lid === lid ? own.jid : undefined);
+        if (!chatId && !store.contacts.has(session.connectionId, lid)) {
+          throw badRequest(`jid ${lid} is a LID this connection does not know; use the phone number`);
+        }
+        return { jid: lid, chatId: chatId ?? lid };
+      }
+    } else if (!/^\+?[\d\s().-]+$/.test(value)) {
+      throw malformed();
+    }
+    const parsed = parseChatId(value); // a number or a phone-number JID now (400 for a number of the wrong length)
+    const jid = parsed.jid;
+    if (store.contacts.has(session.connectionId, jid) || session.me?.jid === jid) return { jid, chatId: jid };
+    const [result] = (await session.onWhatsApp(jid)) ?? [];
+    if (!result?.exists) throw badRequest(`+${jid.split('@')[0]!} is not on WhatsApp`);
+    const found = jidNormalizedUser(result.jid);
+    return { jid: found, chatId: found };
+  }
+
   /** The stored WAMessage a `replyTo` id refers to (same chat), for quoting. */
   function quotedMessage(connectionId: string, replyTo: string, chatId: string): WAMessage {
     const parsed = parseMessageId(replyTo);
@@ -388,6 +424,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     prepareOptions,
     onlineSession,
     resolveChat,
+    resolveUser,
     storedMessage,
     keyOf,
     relay,
@@ -404,7 +441,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     now,
     onlineSession,
     liveSession,
-    resolveChat,
+    resolveUser,
   });
 
   return {

@@ -88,6 +88,8 @@ export interface OperationsDeps {
   prepareOptions: PrepareOptions;
   onlineSession(connectionId: string): Session;
   resolveChat(session: Session, chatId: string): Promise<{ jid: string; chatId: string }>;
+  /** The user a `:jid` names (engine.ts resolveUser): 400 for a malformed id, an unknown LID or a number not on WhatsApp. */
+  resolveUser(session: Session, jid: string): Promise<{ jid: string; chatId: string }>;
   storedMessage(connectionId: string, messageId: string, chatIds: string[]): Message;
   keyOf(connectionId: string, message: Message, jid: string): WAMessageKey;
   relay<T>(
@@ -206,7 +208,7 @@ export function createOperations(d: OperationsDeps): Operations {
     async setBlocked(connectionId, jidInput, blocked) {
       if (/@g\.us$/.test(jidInput.trim())) throw badRequest('A group cannot be blocked (leave it instead)');
       const session = d.onlineSession(connectionId);
-      const { jid, chatId } = await d.resolveChat(session, jidInput);
+      const { jid, chatId } = await d.resolveUser(session, jidInput);
       if (isJidGroup(jid)) throw badRequest('A group cannot be blocked (leave it instead)');
       try {
         await session.setBlocked(jid, blocked);

@@ -79,7 +79,8 @@ export interface ProfilesDeps {
   onlineSession(connectionId: string): Session;
   /** The online session, for reads (409 not online). */
   liveSession(connectionId: string): Session;
-  resolveChat(session: Session, chatId: string): Promise<{ jid: string; chatId: string }>;
+  /** The user a `:jid` names (engine.ts resolveUser): 400 for a malformed id, an unknown LID or a number not on WhatsApp. */
+  resolveUser(session: Session, jid: string): Promise<{ jid: string; chatId: string }>;
 }
 
 export interface Profiles {
@@ -276,8 +277,8 @@ export function createProfiles(d: ProfilesDeps): Profiles {
     async contactProfile(connectionId, jidInput, opts = {}) {
       parseUserJid(jidInput);
       const session = d.liveSession(connectionId);
-      // a number the connection does not know yet is checked with WhatsApp (400 when it is not on it)
-      const { chatId } = await d.resolveChat(session, jidInput.trim());
+      // a number the connection does not know yet is checked with WhatsApp, a LID must be known (400 otherwise)
+      const { chatId } = await d.resolveUser(session, jidInput);
       const me = own(session);
       const isMe = chatId === me.jid || chatId === session.me?.lid;
       const entry = await profileOf(session, chatId, opts.refresh === true, false);

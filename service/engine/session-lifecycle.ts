@@ -353,13 +353,17 @@ export class SessionLifecycle {
 
   /**
    * Moves to `status` and records it (row + `session.status` event). Returns false when it could not be stored
-   * (the disk is full): the status still changes in memory, and the API shows it from there.
+   * (the disk is full): the status still changes in memory, and the API shows it from there. `account`: the linked
+   * account, written in the same transaction, so no read sees a linked status without its phone number.
    */
-  #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean } = {}): boolean {
+  #setStatus(status: ConnectionStatus, reason: string | null, opts: { announce?: boolean; account?: OwnIdentity } = {}): boolean {
     const current = this.#status;
     // Same status: recorded again only when announced, or when storage becomes (un)available (the reason matters then).
     const storageReasonChanges = this.#statusReason !== reason && (reason === STORAGE_UNAVAILABLE || this.#statusReason === STORAGE_UNAVAILABLE);
-    if (current === status && !opts.announce && !storageReasonChanges) return true;
+    if (current === status && !opts.announce && !storageReasonChanges) {
+      if (opts.account) this.d.store.connections.setAccount(this.connectionId, this.#accountOf(opts.account));
+      return true;
+    }
     const previous = current === status ? null : current;
     this.#status = status;
     this.#statusReason = reason;
@@ -367,6 +371,7 @@ export class SessionLifecycle {
     let stored = true;
     try {
       store.tx(() => {
+        if (opts.account) store.connections.setAccount(this.connectionId, this.#accountOf(opts.account));
         store.connections.setStatus(this.connectionId, status, reason);
         this.d.events.append(this.userId, this.connectionId, 'session.status', { status, previous, reason });
       });
@@ -454,13 +459,14 @@ export class SessionLifecycle {
     this.#auth?.saveCreds();
     if (update.me?.name !== undefined) {
       const me = this.me;
-      if (me) this.d.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
+      if (me) this.d.store.connections.setAccount(this.connectionId, this.#accountOf(me));
     }
   }
 
-  #accountOf(me: { jid: string; lid: string | null }) {
+  /** The connection's account fields (connections.setAccount) of an own identity. */
+  #accountOf(me: OwnIdentity) {
     const user = jidDecode(me.jid)?.user ?? '';
-    return { phoneNumber: user ? `+${user}` : null, jid: me.jid, lid: me.lid };
+    return { phoneNumber: user ? `+${user}` : null, jid: me.jid, lid: me.lid, pushName: me.name || null };
   }
 
   /** `connection.update`: QR, pairing, open, the offline-delivered marker and close drive the status. */
@@ -474,15 +480,16 @@ export class SessionLifecycle {
     if (u.isNewLogin) {
       this.#qrCycles = 0;
       this.#awaitingHistory = true;
-      this.#setStatus('connected', 'paired');
+      // pair-success stored the account in the creds (creds.update came first): linked, with its number, at once.
+      const me = this.me;
+      this.#setStatus('connected', 'paired', me && { account: me });
     }
     if (u.connection === 'open') {
       this.#socketOpen = true;
       this.#attempt = 0;
       this.#qrCycles = 0;
       const me = this.me;
-      if (me) this.d.store.connections.setAccount(this.connectionId, { ...this.#accountOf(me), pushName: me.name || null });
-      this.#setStatus('connected', null);
+      this.#setStatus('connected', null, me && { account: me });
       this.#hooks.opened(sock);
       if (this.#awaitingHistory) {
         this.#historyTimer = setTimeout(() => this.historyDone(), HISTORY_WAIT_MS);

@@ -24,6 +24,7 @@ import { registerRequestLog } from './plugins/request-log.ts';
 import { DEFAULT_USER_CAPS, registerUploadCap, type UserCaps } from './plugins/user-caps.ts';
 import { registerWaQueryPace, type PaceSettings } from './plugins/wa-query-pace.ts';
 import { DOCS_PATH, registerOpenApi } from './openapi.ts';
+import { registerStatusLog, STATUS_LOG_ENV } from './status-log.ts';
 import { billingRoutes } from './routes/billing.ts';
 import { chatRoutes } from './routes/chats.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -136,6 +137,9 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
   registerWaQueryPace(app, waQueryPace); // after the connection scope: a route's pace counts only the caller's connections
   registerUploadCap(app, caps);
   registerRequestLog(app);
+  // Test runs only (status-log.ts): which statuses each route answered, checked against the OpenAPI document.
+  const statusLog = process.env[STATUS_LOG_ENV];
+  if (statusLog) registerStatusLog(app, statusLog, API_PREFIX);
   // The engine writes incoming traffic in group commits (db/store.ts); a response must never report a write
   // that is not on disk yet, so commit whatever is open, and wait for its sync, before any answer leaves. With no
   // batch open or syncing (most reads) there is nothing to wait for: a callback hook answers without a promise.

@@ -7,9 +7,16 @@
  * (by any plugin), so a new route is documented without extra work:
  * - `tags` and `summary` when the route has none (from ROUTE_SUMMARIES or derived from the path);
  * - the bearer security requirement, or none for `config.auth: 'none'` routes;
- * - the error responses the cross-cutting plugins can produce (400 validation, 401 auth, 403 ownership/Host/Origin,
- *   404 for routes with path parameters, 429 rate limit, 503 database locked on authenticated routes), in the
- *   spec's error shape, unless the route has its own.
+ * - the error responses the cross-cutting parts can produce, in the spec's error shape (schemas.ts ERROR_STATUS_TEXT),
+ *   unless the route declares its own: 400 validation (and malformed JSON on any route that takes a body), 401 auth,
+ *   403 ownership/Host/Origin, 404 for routes with path parameters, 413/415 for a body too large or not JSON, 429
+ *   rate limit, 500 (an unexpected failure, logged, revealing nothing), and on authenticated routes 503 (retry later:
+ *   the identity provider, a busy service) and 507 (storage unavailable, plugins/errors.ts). Statuses only some routes
+ *   answer (402, 409, 416, 502, a route-specific 503…) are declared by those routes (schemas.ts `errorResponses`,
+ *   `WHATSAPP_ERRORS`); the test run fails when a test sees a status its route does not declare
+ *   (test/helpers/status-coverage.ts).
+ * - `servers` is `/api` (the spec's `{base_url}`), and paths are relative to it, as the spec writes them: a client
+ *   generated from the document and pointed at the base URL calls `/api/connections`, not `/api/api/connections`.
  * The docs' own routes are public and hidden from the document.
  * Event payloads (events/payloads.ts) are components of the document: the event record of `GET /events` and the
  * payload of a webhook delivery are marked (EVENT_RECORD, EVENT_PAYLOAD) and documented by reference to them, while
@@ -20,36 +27,19 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { AUTH_MESSAGES } from '../auth/authenticate.ts';
+import { ERROR_STATUS_TEXT, ErrorResponse, type ErrorStatus } from './schemas.ts';
 import { EVENT_PAYLOAD_SCHEMAS, eventTypeName } from '../events/payloads.ts';
 
 export const OPENAPI_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
 
-/** The spec's error body `{ message, statusCode, error }` as a response schema, with what the status means on a route. */
-export const ErrorSchema = (description: string) =>
-  Type.Object(
-    {
-      message: Type.String(),
-      statusCode: Type.Integer(),
-      error: Type.String({ description: 'HTTP status text, e.g. "Not Found"' }),
-    },
-    { description },
-  );
+/** The 401 of every authenticated route, with the messages it can carry (interface-spec §5). */
+const UNAUTHORIZED =
+  `Missing or bad credentials: \`${AUTH_MESSAGES.missingHeader}\`, \`${AUTH_MESSAGES.invalidApiToken}\`, ` +
+  `\`${AUTH_MESSAGES.expired}\` (JWT), \`${AUTH_MESSAGES.invalidJwt}\` (invalid JWT), \`${AUTH_MESSAGES.disabledUser}\``;
 
-const ERRORS = {
-  400: ErrorSchema('Invalid request: the message names the field, e.g. `body/chatId is required`'),
-  401: ErrorSchema(
-    `Missing or bad credentials: \`${AUTH_MESSAGES.missingHeader}\`, \`${AUTH_MESSAGES.invalidApiToken}\`, ` +
-      `\`${AUTH_MESSAGES.expired}\` (JWT), \`${AUTH_MESSAGES.invalidJwt}\` (invalid JWT), \`${AUTH_MESSAGES.disabledUser}\``,
-  ),
-  403: ErrorSchema('The resource belongs to another user; or the request’s Host or Origin is not allowed'),
-  404: ErrorSchema('Not found, e.g. `Connection not found`'),
-  429: ErrorSchema('Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers'),
-  503: ErrorSchema(
-    'The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was ' +
-      'changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds',
-  ),
-} as const;
+/** Methods whose requests carry a body Fastify parses (400 malformed JSON, 413 too large, 415 not JSON). */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
  * Marks the schema of a logged event record (`GET /events`): serialized as the generic record it is, documented as
@@ -280,17 +270,23 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
     const isPublic = route.config?.auth === 'none';
     if (isPublic) schema.security = [];
     const response = { ...schema.response };
-    const add = (status: keyof typeof ERRORS) => {
-      if (!(status in response) && !(String(status) in response)) response[status] = ERRORS[status];
+    const add = (status: ErrorStatus, description: string = ERROR_STATUS_TEXT[status]) => {
+      if (!(status in response) && !(String(status) in response)) response[status] = ErrorResponse(description);
     };
-    if (schema.params || schema.body || schema.querystring) add(400);
-    if (!isPublic) add(401);
+    if (schema.params || schema.body || schema.querystring || BODY_METHODS.has(method)) add(400);
+    if (!isPublic) add(401, UNAUTHORIZED);
     add(403);
     if (schema.params) add(404);
+    if (BODY_METHODS.has(method)) {
+      add(413);
+      add(415);
+    }
     add(429);
-    // Any authenticated request may write (a JWT's user, a token's last use, the route's own write) and find the
-    // database locked: plugins/errors.ts answers that 503.
-    if (!isPublic) add(503);
+    if (!isPublic) {
+      add(503);
+      add(507);
+    }
+    add(500);
     schema.response = response;
     route.schema = schema as RouteOptions['schema'];
     record(route, url, schema);
@@ -337,12 +333,20 @@ export async function registerOpenApi(app: FastifyInstance, opts: { prefix: stri
         },
       },
       security: [{ bearerAuth: [] }],
+      // The spec's `{base_url}`: paths are relative to it (@fastify/swagger strips it from the route URLs).
+      servers: [{ url: opts.prefix, description: 'This service’s API (`{base_url}`, e.g. http://127.0.0.1:7575/api)' }],
     },
   });
 
   app.get(
     opts.prefix + OPENAPI_PATH,
-    { config: { auth: 'none' }, schema: { description: 'The OpenAPI 3.1 document (JSON)' } },
+    {
+      config: { auth: 'none' },
+      schema: {
+        description: 'The OpenAPI 3.1 document (JSON)',
+        response: { 200: Type.Unsafe({ type: 'object', additionalProperties: true, description: 'This document' }) },
+      },
+    },
     async () => app.swagger(),
   );
 

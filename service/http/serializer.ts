@@ -6,7 +6,8 @@
  * running Ajv on the value to choose a branch, once per field per item. `{ ...X, type: [X.type, 'null'] }` means
  * the same and compiles to a null check. A union of string literals (`type`, `kind`) becomes a string `enum`.
  * Measured on a 50-message page (schemas.ts MessageSchema): 71 µs → 35 µs per page (JSON.stringify: 48 µs).
- * The route schemas themselves (request validation, the OpenAPI document) are not changed.
+ * The route schemas themselves (request validation, the OpenAPI document) are not changed. Identical schemas of
+ * several routes share one compiled serializer.
  */
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
@@ -48,7 +49,16 @@ export function serializerSchemaController(): NonNullable<FastifyServerOptions['
     compilersFactory: {
       buildSerializer: (externalSchemas, serializerOpts) => {
         const compile = defaultFactory(externalSchemas, serializerOpts as never);
-        return (route) => compile({ ...route, schema: serializerSchema(route.schema) });
+        // Routes share response schemas (the Message of every send, the error bodies of every route): one compiled
+        // serializer per distinct schema (the compiler reads only the schema), not one per route and status.
+        const compiled = new Map<string, ReturnType<typeof compile>>();
+        return (route) => {
+          const schema = serializerSchema(route.schema);
+          const key = JSON.stringify(schema);
+          let serialize = compiled.get(key);
+          if (!serialize) compiled.set(key, (serialize = compile({ ...route, schema })));
+          return serialize;
+        };
       },
     },
   };

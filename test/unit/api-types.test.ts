@@ -15,7 +15,7 @@ describe("the console's generated API types", () => {
     const committed = fs.readFileSync(path.join(root, API_TYPES_FILE), 'utf8');
     const current = await generateApiTypes();
     expect(current.length).toBeGreaterThan(10_000);
-    expect(current).toContain('"/api/connections/{id}/chats/{chatId}/messages"');
+    expect(current).toContain('"/connections/{id}/chats/{chatId}/messages"');
     expect(committed === current, `${API_TYPES_FILE} is stale: run npm run gen:api-types`).toBe(true);
   });
 });

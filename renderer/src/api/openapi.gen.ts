@@ -2,7 +2,7 @@
 // change the route schemas and regenerate; test/unit/api-types.test.ts fails on drift.
 
 export interface paths {
-    "/api/": {
+    "/": {
         parameters: {
             query?: never;
             header?: never;
@@ -74,6 +74,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -84,7 +98,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/can-create": {
+    "/billing/can-create": {
         parameters: {
             query?: never;
             header?: never;
@@ -160,6 +174,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The payment provider refused the request or its credentials (`Payment provider error: …`) */
                 502: {
                     headers: {
@@ -167,6 +195,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -180,6 +209,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -196,7 +240,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/checkout": {
+    "/billing/checkout": {
         parameters: {
             query?: never;
             header?: never;
@@ -244,6 +288,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -285,6 +330,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -305,6 +379,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The payment provider refused the request or its credentials (`Payment provider error: …`) */
                 502: {
                     headers: {
@@ -312,6 +400,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -325,6 +414,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -339,7 +443,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/portal": {
+    "/billing/portal": {
         parameters: {
             query?: never;
             header?: never;
@@ -379,6 +483,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -413,8 +518,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -434,6 +581,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -447,6 +595,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -461,7 +624,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/slots": {
+    "/billing/slots": {
         parameters: {
             query?: never;
             header?: never;
@@ -511,6 +674,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -545,8 +709,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -566,6 +772,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -579,6 +786,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -594,7 +816,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/billing/status": {
+    "/billing/status": {
         parameters: {
             query?: never;
             header?: never;
@@ -697,6 +919,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The payment provider refused the request or its credentials (`Payment provider error: …`) */
                 502: {
                     headers: {
@@ -704,6 +940,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -717,6 +954,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -733,7 +985,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections": {
+    "/connections": {
         parameters: {
             query?: never;
             header?: never;
@@ -837,8 +1089,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -923,8 +1203,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No free connection slot: `No free connection slot: N of N in use` (PUT /billing/slots adds slots) */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -951,8 +1273,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -973,7 +1323,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}": {
+    "/connections/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1087,8 +1437,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1199,8 +1577,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1319,6 +1725,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -1333,8 +1767,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1351,7 +1813,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/blocklist": {
+    "/connections/{id}/blocklist": {
         parameters: {
             query?: never;
             header?: never;
@@ -1438,6 +1900,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -1452,8 +1928,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1476,7 +1994,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/calls/{callId}/reject": {
+    "/connections/{id}/calls/{callId}/reject": {
         parameters: {
             query?: never;
             header?: never;
@@ -1573,13 +2091,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -1613,8 +2160,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1635,7 +2224,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats": {
+    "/connections/{id}/chats": {
         parameters: {
             query?: never;
             header?: never;
@@ -1756,8 +2345,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1780,7 +2397,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats/{chatId}/export": {
+    "/connections/{id}/chats/{chatId}/export": {
         parameters: {
             query?: never;
             header?: never;
@@ -1811,6 +2428,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The chat, oldest first, as a download (`Content-Disposition: attachment`) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                        "application/zip": string;
+                        "text/html": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -1881,8 +2509,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1905,7 +2561,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/chats/{chatId}/messages": {
+    "/connections/{id}/chats/{chatId}/messages": {
         parameters: {
             query?: never;
             header?: never;
@@ -2082,8 +2738,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2106,7 +2790,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts": {
+    "/connections/{id}/contacts": {
         parameters: {
             query?: never;
             header?: never;
@@ -2212,8 +2896,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2236,7 +2948,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/block": {
+    "/connections/{id}/contacts/{jid}/block": {
         parameters: {
             query?: never;
             header?: never;
@@ -2333,13 +3045,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2373,8 +3114,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2395,7 +3178,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/profile": {
+    "/connections/{id}/contacts/{jid}/profile": {
         parameters: {
             query?: never;
             header?: never;
@@ -2494,6 +3277,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -2508,8 +3305,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2532,7 +3371,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/{jid}/unblock": {
+    "/connections/{id}/contacts/{jid}/unblock": {
         parameters: {
             query?: never;
             header?: never;
@@ -2629,13 +3468,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -2669,8 +3537,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2691,7 +3601,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/contacts/check": {
+    "/connections/{id}/contacts/check": {
         parameters: {
             query?: never;
             header?: never;
@@ -2794,6 +3704,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -2808,8 +3760,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2830,7 +3824,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/forward": {
+    "/connections/{id}/forward": {
         parameters: {
             query?: never;
             header?: never;
@@ -2999,13 +3993,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3039,8 +4062,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3061,7 +4126,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups": {
+    "/connections/{id}/groups": {
         parameters: {
             query?: never;
             header?: never;
@@ -3161,6 +4226,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -3175,8 +4254,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3302,13 +4423,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3342,8 +4492,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3364,7 +4556,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}": {
+    "/connections/{id}/groups/{groupId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -3473,6 +4665,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -3487,8 +4693,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3621,13 +4869,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3661,8 +4938,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3679,7 +4998,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/invite-code": {
+    "/connections/{id}/groups/{groupId}/invite-code": {
         parameters: {
             query?: never;
             header?: never;
@@ -3771,6 +5090,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -3785,8 +5118,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3809,7 +5184,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/leave": {
+    "/connections/{id}/groups/{groupId}/leave": {
         parameters: {
             query?: never;
             header?: never;
@@ -3906,13 +5281,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -3946,8 +5350,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3968,7 +5414,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/groups/{groupId}/participants": {
+    "/connections/{id}/groups/{groupId}/participants": {
         parameters: {
             query?: never;
             header?: never;
@@ -4074,13 +5520,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -4114,8 +5589,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4136,7 +5653,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/mark-read": {
+    "/connections/{id}/mark-read": {
         parameters: {
             query?: never;
             header?: never;
@@ -4235,13 +5752,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -4275,8 +5821,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4297,7 +5885,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/me": {
+    "/connections/{id}/me": {
         parameters: {
             query?: never;
             header?: never;
@@ -4394,6 +5982,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not online: `Connection is not online (status: …)` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Too many WhatsApp queries for this connection (`--wa-query-pace`, 30 per minute by default), or the rate limit; see `retry-after` */
                 429: {
                     headers: {
@@ -4408,8 +6010,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4528,13 +6172,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -4568,8 +6241,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4586,7 +6301,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/connections/{id}/me/picture": {
+    "/connections/{id}/me/picture": {
         parameters: {
             query?: never;
             header?: never;
@@ -4693,13 +6408,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -4733,8 +6477,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4756,7 +6542,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/media/{filename}": {
+    "/connections/{id}/media/{filename}": {
         parameters: {
             query?: never;
             header?: never;
@@ -4776,6 +6562,24 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The file, with its `Content-Type`, `Content-Length` and `Accept-Ranges: bytes` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
+                /** @description The one byte range the `Range` header asked for (`Content-Range: bytes <start>-<end>/<size>`) */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -4832,6 +6636,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Range Not Satisfiable (`Content-Range: bytes *\/<size>`) */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -4846,8 +6664,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4870,7 +6716,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/messages/{messageId}": {
+    "/connections/{id}/messages/{messageId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -5036,8 +6882,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5205,13 +7079,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -5245,8 +7148,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5413,13 +7358,14 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -5453,8 +7399,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5474,7 +7462,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/messages/{messageId}/media": {
+    "/connections/{id}/messages/{messageId}/media": {
         parameters: {
             query?: never;
             header?: never;
@@ -5497,6 +7485,24 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The file, with its `Content-Type`, `Content-Length` and `Accept-Ranges: bytes` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
+                /** @description The one byte range the `Range` header asked for (`Content-Range: bytes <start>-<end>/<size>`) */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "*/*": string;
+                    };
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -5553,6 +7559,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Range Not Satisfiable (`Content-Range: bytes *\/<size>`) */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -5567,8 +7587,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5591,7 +7639,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/pairing-code": {
+    "/connections/{id}/pairing-code": {
         parameters: {
             query?: never;
             header?: never;
@@ -5687,6 +7735,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not waiting to be linked, e.g. `Connection is already linked` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -5701,8 +7791,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5723,7 +7841,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/qr": {
+    "/connections/{id}/qr": {
         parameters: {
             query?: never;
             header?: never;
@@ -5812,6 +7930,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The connection is not waiting for a scan, e.g. `Connection is already linked` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -5826,8 +7958,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Worker is booting, please retry in a few seconds: the session is starting or reconnecting (poll until available; see `retry-after`) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5850,7 +8010,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/react": {
+    "/connections/{id}/react": {
         parameters: {
             query?: never;
             header?: never;
@@ -6018,13 +8178,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -6058,8 +8247,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6080,7 +8311,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/restart": {
+    "/connections/{id}/restart": {
         parameters: {
             query?: never;
             header?: never;
@@ -6182,6 +8413,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -6196,8 +8455,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6218,7 +8505,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/search": {
+    "/connections/{id}/search": {
         parameters: {
             query?: never;
             header?: never;
@@ -6407,8 +8694,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6431,7 +8746,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send": {
+    "/connections/{id}/send": {
         parameters: {
             query?: never;
             header?: never;
@@ -6601,13 +8916,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -6641,8 +8985,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6663,7 +9049,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-audio": {
+    "/connections/{id}/send-audio": {
         parameters: {
             query?: never;
             header?: never;
@@ -6840,13 +9226,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -6880,8 +9295,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6902,7 +9359,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-contact": {
+    "/connections/{id}/send-contact": {
         parameters: {
             query?: never;
             header?: never;
@@ -7072,13 +9529,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -7112,8 +9598,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7134,7 +9662,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-document": {
+    "/connections/{id}/send-document": {
         parameters: {
             query?: never;
             header?: never;
@@ -7311,13 +9839,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -7351,8 +9908,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7373,7 +9972,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-image": {
+    "/connections/{id}/send-image": {
         parameters: {
             query?: never;
             header?: never;
@@ -7550,13 +10149,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -7590,8 +10218,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7612,7 +10282,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-location": {
+    "/connections/{id}/send-location": {
         parameters: {
             query?: never;
             header?: never;
@@ -7783,13 +10453,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -7823,8 +10522,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7845,7 +10586,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-poll": {
+    "/connections/{id}/send-poll": {
         parameters: {
             query?: never;
             header?: never;
@@ -8021,13 +10762,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8061,8 +10831,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8083,7 +10895,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-sticker": {
+    "/connections/{id}/send-sticker": {
         parameters: {
             query?: never;
             header?: never;
@@ -8094,7 +10906,7 @@ export interface paths {
         put?: never;
         /**
          * POST /connections/:id/send-sticker
-         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends (201, the stored Message of type `sticker`).
+         * @description Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP (fitted, transparent background). Answers like the other sends: 201, the stored Message with `kind` `sticker` and `type` `image` (`type` is always one of the spec’s seven).
          */
         post: {
             parameters: {
@@ -8254,13 +11066,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8294,8 +11135,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8316,7 +11199,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/send-video": {
+    "/connections/{id}/send-video": {
         parameters: {
             query?: never;
             header?: never;
@@ -8493,13 +11376,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -8533,8 +11445,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8555,7 +11509,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/status/image": {
+    "/connections/{id}/status/image": {
         parameters: {
             query?: never;
             header?: never;
@@ -8738,6 +11692,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
                 422: {
                     headers: {
@@ -8765,8 +11747,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8787,7 +11797,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/status/text": {
+    "/connections/{id}/status/text": {
         parameters: {
             query?: never;
             header?: never;
@@ -8968,6 +11978,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The `Idempotency-Key` was used for another request (another route, parameters or body) in the last 24 h */
                 422: {
                     headers: {
@@ -8995,8 +12033,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9017,7 +12083,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/typing": {
+    "/connections/{id}/typing": {
         parameters: {
             query?: never;
             header?: never;
@@ -9116,13 +12182,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -9156,8 +12251,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9178,7 +12315,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/typing/stop": {
+    "/connections/{id}/typing/stop": {
         parameters: {
             query?: never;
             header?: never;
@@ -9277,13 +12414,42 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Conflict: the connection is not online, or (with an `Idempotency-Key`) `A request with this Idempotency-Key is still in progress` */
+                /** @description The connection is not online: `Connection is not online (status: …)` */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -9317,8 +12483,50 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description WhatsApp refused the request or did not answer; the message says what failed */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9339,7 +12547,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/{id}/webhooks": {
+    "/connections/{id}/webhooks": {
         parameters: {
             query?: never;
             header?: never;
@@ -9449,8 +12657,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9563,6 +12799,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -9577,8 +12841,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9599,7 +12891,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/connections/get-or-create": {
+    "/connections/get-or-create": {
         parameters: {
             query?: never;
             header?: never;
@@ -9702,8 +12994,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No free connection slot: `No free connection slot: N of N in use` (PUT /billing/slots adds slots) */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9730,8 +13064,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9752,7 +13114,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/events": {
+    "/events": {
         parameters: {
             query?: never;
             header?: never;
@@ -9848,8 +13210,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9872,7 +13262,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/openapi.json": {
+    "/openapi.json": {
         parameters: {
             query?: never;
             header?: never;
@@ -9892,6 +13282,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description This document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description The resource belongs to another user; or the request’s Host or Origin is not allowed */
                 403: {
                     headers: {
@@ -9920,6 +13321,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9930,7 +13345,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/search": {
+    "/search": {
         parameters: {
             query?: never;
             header?: never;
@@ -10104,8 +13519,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10128,7 +13571,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/settings": {
+    "/settings": {
         parameters: {
             query?: never;
             header?: never;
@@ -10234,6 +13677,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10247,6 +13691,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10267,8 +13712,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10415,6 +13888,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10428,6 +13902,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10448,8 +13951,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10466,7 +13997,7 @@ export interface paths {
         };
         trace?: never;
     };
-    "/api/settings/restart": {
+    "/settings/restart": {
         parameters: {
             query?: never;
             header?: never;
@@ -10500,6 +14031,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Missing or bad credentials: `Missing or invalid Authorization header`, `Invalid or revoked API token`, `Token has expired` (JWT), `Unauthorized` (invalid JWT), `User is disabled` */
                 401: {
                     headers: {
@@ -10521,6 +14066,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10534,6 +14080,35 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
                             error: string;
                             message: string;
                             statusCode: number;
@@ -10554,8 +14129,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10576,7 +14179,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/tokens": {
+    "/tokens": {
         parameters: {
             query?: never;
             header?: never;
@@ -10653,8 +14256,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10750,6 +14381,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Token limit reached: revoke one first */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -10764,8 +14437,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10786,7 +14487,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/tokens/{id}": {
+    "/tokens/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -10890,8 +14591,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10911,7 +14640,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}": {
+    "/webhooks/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -11016,6 +14745,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -11030,8 +14787,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11141,8 +14926,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11162,7 +14975,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/deliveries/{deliveryId}/retry": {
+    "/webhooks/{id}/deliveries/{deliveryId}/retry": {
         parameters: {
             query?: never;
             header?: never;
@@ -11298,6 +15111,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The webhook is paused, or the delivery is still in progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -11312,8 +15167,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11334,7 +15217,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/logs": {
+    "/webhooks/{id}/logs": {
         parameters: {
             query?: never;
             header?: never;
@@ -11452,8 +15335,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11476,7 +15387,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/webhooks/{id}/test": {
+    "/webhooks/{id}/test": {
         parameters: {
             query?: never;
             header?: never;
@@ -11586,6 +15497,34 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The request body is larger than the route accepts */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unsupported Content-Type: bodies are JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -11600,8 +15539,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11622,7 +15589,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/ws": {
+    "/ws": {
         parameters: {
             query?: never;
             header?: never;
@@ -11645,6 +15612,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Switching Protocols: the event stream (JSON frames, docs/events.md) */
+                101: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Invalid request: the message names the field, e.g. `body/chatId is required` */
                 400: {
                     headers: {
@@ -11687,6 +15661,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description This endpoint needs a WebSocket upgrade */
+                426: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
                 /** @description Rate limit exceeded; see the `retry-after` and `x-ratelimit-*` headers */
                 429: {
                     headers: {
@@ -11701,8 +15689,36 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs); retry after `retry-after` seconds */
+                /** @description Unexpected failure (logged by the service; the body reveals nothing internal: `Internal Server Error`) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Unavailable for now; retry after the `retry-after` seconds: the database stayed locked by another writer past the main thread’s wait (`The database is busy …`: nothing was changed), or the identity provider cannot be reached (JWTs) */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description HTTP status text, e.g. "Not Found" */
+                            error: string;
+                            message: string;
+                            statusCode: number;
+                        };
+                    };
+                };
+                /** @description Storage is unavailable (the data directory is full or not writable): nothing was changed; retry once space is freed */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };

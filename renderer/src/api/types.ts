@@ -20,20 +20,20 @@ export type RequestOf<P extends keyof paths, M extends Method> = paths[P] extend
   ? T
   : never;
 
-export type Health = ResponseOf<'/api/', 'get'>;
-export type Connection = ResponseOf<'/api/connections/{id}', 'get'>;
+export type Health = ResponseOf<'/', 'get'>;
+export type Connection = ResponseOf<'/connections/{id}', 'get'>;
 export type ConnectionStatus = Connection['status'];
-export type Profile = ResponseOf<'/api/connections/{id}/me', 'get'>;
-export type ContactProfile = ResponseOf<'/api/connections/{id}/contacts/{jid}/profile', 'get'>;
+export type Profile = ResponseOf<'/connections/{id}/me', 'get'>;
+export type ContactProfile = ResponseOf<'/connections/{id}/contacts/{jid}/profile', 'get'>;
 /** POST /connections/:id/pairing-code: `{ code: 'ABCD-EFGH' }`. */
-export type PairingCode = ResponseOf<'/api/connections/{id}/pairing-code', 'post'>;
-export type Chat = ResponseOf<'/api/connections/{id}/chats', 'get'>[number];
-export type MessagePage = ResponseOf<'/api/connections/{id}/chats/{chatId}/messages', 'get'>;
+export type PairingCode = ResponseOf<'/connections/{id}/pairing-code', 'post'>;
+export type Chat = ResponseOf<'/connections/{id}/chats', 'get'>[number];
+export type MessagePage = ResponseOf<'/connections/{id}/chats/{chatId}/messages', 'get'>;
 type StoredMessage = MessagePage['messages'][number];
 export type MediaInfo = NonNullable<StoredMessage['media']>;
 export type MessageType = StoredMessage['type'];
 /** A search answer across connections (`GET /search`); one connection's answer lacks `connectionId`. */
-export type SearchPage = ResponseOf<'/api/search', 'get'>;
+export type SearchPage = ResponseOf<'/search', 'get'>;
 export type SearchResult = SearchPage['results'][number];
 export type Message = StoredMessage & {
   /** Edited while this console watched (before a reload shows editedAt). */
@@ -50,22 +50,22 @@ export interface EventFrame {
   seq: number;
 }
 
-export type Contact = ResponseOf<'/api/connections/{id}/contacts', 'get'>[number];
-export type NumberCheck = ResponseOf<'/api/connections/{id}/contacts/check', 'post'>[number];
-export type GroupInfo = ResponseOf<'/api/connections/{id}/groups/{groupId}', 'get'>;
+export type Contact = ResponseOf<'/connections/{id}/contacts', 'get'>[number];
+export type NumberCheck = ResponseOf<'/connections/{id}/contacts/check', 'post'>[number];
+export type GroupInfo = ResponseOf<'/connections/{id}/groups/{groupId}', 'get'>;
 export type GroupParticipant = GroupInfo['participants'][number];
-export type EventsPage = ResponseOf<'/api/events', 'get'>;
-export type Webhook = ResponseOf<'/api/connections/{id}/webhooks', 'get'>[number];
-export type WebhookDelivery = ResponseOf<'/api/webhooks/{id}/logs', 'get'>[number];
-export type ApiToken = ResponseOf<'/api/tokens', 'get'>[number];
+export type EventsPage = ResponseOf<'/events', 'get'>;
+export type Webhook = ResponseOf<'/connections/{id}/webhooks', 'get'>[number];
+export type WebhookDelivery = ResponseOf<'/webhooks/{id}/logs', 'get'>[number];
+export type ApiToken = ResponseOf<'/tokens', 'get'>[number];
 /** POST /tokens: the token record plus the secret value, shown once. */
-export type CreatedToken = ResponseOf<'/api/tokens', 'post', 201>;
-export type BillingStatus = ResponseOf<'/api/billing/status', 'get'>;
-export type SlotChange = ResponseOf<'/api/billing/slots', 'put'>;
+export type CreatedToken = ResponseOf<'/tokens', 'post', 201>;
+export type BillingStatus = ResponseOf<'/billing/status', 'get'>;
+export type SlotChange = ResponseOf<'/billing/slots', 'put'>;
 /** The machine's settings (owner only): values, their sources, the Stripe key's place, what waits for a restart. */
-export type MachineSettingsView = ResponseOf<'/api/settings', 'get'>;
-export type MachineSettingsPatch = RequestOf<'/api/settings', 'patch'>;
-export type MachineSettingsSaved = ResponseOf<'/api/settings', 'patch'>;
+export type MachineSettingsView = ResponseOf<'/settings', 'get'>;
+export type MachineSettingsPatch = RequestOf<'/settings', 'patch'>;
+export type MachineSettingsSaved = ResponseOf<'/settings', 'patch'>;
 
 export interface ApiErrorBody {
   message: string;

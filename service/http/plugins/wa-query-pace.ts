@@ -14,7 +14,7 @@
  */
 import type { FastifyInstance, preHandlerAsyncHookHandler } from 'fastify';
 import { ServiceError } from '../../errors.ts';
-import { ErrorSchema } from '../openapi.ts';
+import { ErrorResponse } from '../schemas.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -88,7 +88,7 @@ export function registerWaQueryPace(app: FastifyInstance, settings: PaceSettings
     reply.header('retry-after', String(retryAfterS));
     throw tooManyWaQueries(settings, retryAfterS);
   };
-  const documented = ErrorSchema(
+  const documented = ErrorResponse(
     `Too many WhatsApp queries for this connection (\`--wa-query-pace\`, ${DEFAULT_WA_QUERY_PACE.max} ` +
       `${describeWindow(DEFAULT_WA_QUERY_PACE.windowMs)} by default), or the rate limit; see \`retry-after\``,
   );

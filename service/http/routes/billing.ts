@@ -7,7 +7,7 @@ import pino from 'pino';
 import { createBilling, defaultBillingConfig, type Billing } from '../../billing/billing.ts';
 import type { Store } from '../../db/store.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable } from '../schemas.ts';
+import { ErrorResponse as ErrorBody, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const defaults = new WeakMap<Store, Billing>();
@@ -31,8 +31,6 @@ export function billingOf(deps: Pick<ApiDeps, 'store' | 'billing'>): Billing {
   return billing;
 }
 
-const ErrorBody = (description: string) =>
-  Type.Object({ message: Type.String(), statusCode: Type.Integer(), error: Type.String() }, { description });
 const ProviderErrors = {
   502: ErrorBody('The payment provider refused the request or its credentials (`Payment provider error: …`)'),
   503: ErrorBody('The payment provider cannot be reached, or the secret key cannot be read; retry later'),

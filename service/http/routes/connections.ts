@@ -8,7 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import QRCode from 'qrcode';
 import { CONNECTION_STATUSES, type ConnectionRow, type ConnectionStatus } from '../../db/connections.ts';
 import { booting, conflict } from '../../errors.ts';
-import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
+import { ConnectionParams, errorResponses, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { billingOf } from './billing.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -134,7 +134,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   api.post(
     '/connections',
-    { schema: { body: CreateBody, response: { 201: ConnectionSchema } } },
+    { schema: { body: CreateBody, response: { 201: ConnectionSchema, ...errorResponses(402) } } },
     // 402 `No free connection slot: N of N in use` when every slot is taken (billing/billing.ts).
     async (request, reply) => {
       const created = await billing.withFreeSlot(request.user.id, () => create(request.user.id, request.body.name ?? null));
@@ -144,7 +144,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   api.post(
     '/connections/get-or-create',
-    { schema: { body: CreateBody, response: { 200: ConnectionSchema, 201: ConnectionSchema } } },
+    { schema: { body: CreateBody, response: { 200: ConnectionSchema, 201: ConnectionSchema, ...errorResponses(402) } } },
     async (request, reply) => {
       const idle = store.connections.findIdle(request.user.id);
       // Reusing an idle connection needs no new slot; creating one does (402 when none is free).
@@ -201,7 +201,19 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   api.get(
     '/connections/:id/qr',
-    { schema: { params: ConnectionParams, querystring: QrQuery, response: { 200: QrSchema } } },
+    {
+      schema: {
+        params: ConnectionParams,
+        querystring: QrQuery,
+        response: {
+          200: QrSchema,
+          ...errorResponses(
+            [409, 'The connection is not waiting for a scan, e.g. `Connection is already linked`'],
+            [503, `${booting().message}: the session is starting or reconnecting (poll until available; see \`retry-after\`)`],
+          ),
+        },
+      },
+    },
     async (request) => {
       const c = request.connection;
       if (c.status === 'starting' || c.status === 'reconnecting') throw booting();
@@ -215,7 +227,16 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
 
   api.post(
     '/connections/:id/pairing-code',
-    { schema: { params: ConnectionParams, body: PairingCodeBody, response: { 200: PairingCodeSchema } } },
+    {
+      schema: {
+        params: ConnectionParams,
+        body: PairingCodeBody,
+        response: {
+          200: PairingCodeSchema,
+          ...errorResponses([409, 'The connection is not waiting to be linked, e.g. `Connection is already linked`']),
+        },
+      },
+    },
     async (request) => {
       const c = request.connection;
       return { code: await engine.requestPairingCode(c.id, request.body.phoneNumber) };

@@ -3,7 +3,7 @@
  * `POST /api/connections/:id/contacts/check` (addition): whether numbers are on WhatsApp, with JID and LID.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, Limit, Nullable, Offset } from '../schemas.ts';
+import { ConnectionParams, Limit, Nullable, Offset, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { MAX_NUMBERS_PER_CHECK } from '../../engine/number-check.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -36,7 +36,7 @@ export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
           { phoneNumbers: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_NUMBERS_PER_CHECK }) },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Array(NumberCheckSchema) },
+        response: { 200: Type.Array(NumberCheckSchema), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {

@@ -6,7 +6,7 @@
  * account is not in it), 403 `Not a group admin` (WhatsApp refused an admin action), 502 a failed request.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, Limit, Nullable, Offset, SuccessSchema } from '../schemas.ts';
+import { ConnectionParams, Limit, Nullable, Offset, SuccessSchema, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -86,7 +86,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         description: 'The groups the account is in, by subject (asked from WhatsApp). `offset` counts groups.',
         params: ConnectionParams,
         querystring: Type.Object({ limit: Limit, offset: Offset }),
-        response: { 200: Type.Array(GroupSummarySchema) },
+        response: { 200: Type.Array(GroupSummarySchema), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -103,7 +103,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         description: 'Creates a group with the account as its creator (superadmin) and the participants as members.',
         params: ConnectionParams,
         body: CreateBody,
-        response: { 201: GroupSchema },
+        response: { 201: GroupSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request, reply) => {
@@ -119,7 +119,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       schema: {
         description: 'One group with its members and their admin roles (kept current from WhatsApp’s group notifications).',
         params: GroupParams,
-        response: { 200: GroupSchema },
+        response: { 200: GroupSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -136,7 +136,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         description: 'Renames the group and/or changes its description. 403 `Not a group admin` when the group only lets admins edit.',
         params: GroupParams,
         body: UpdateBody,
-        response: { 200: GroupSchema },
+        response: { 200: GroupSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -153,7 +153,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         description: 'Adds, removes, promotes or demotes members (admins only: 403 `Not a group admin`); one result per participant.',
         params: GroupParams,
         body: ParticipantsBody,
-        response: { 200: Type.Array(ParticipantResultSchema) },
+        response: { 200: Type.Array(ParticipantResultSchema), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -164,7 +164,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
 
   api.post(
     '/connections/:id/groups/:groupId/leave',
-    { config: OPERATION, schema: { description: 'The account leaves the group.', params: GroupParams, response: { 200: SuccessSchema } } },
+    { config: OPERATION, schema: { description: 'The account leaves the group.', params: GroupParams, response: { 200: SuccessSchema, ...WHATSAPP_ERRORS } } },
     async (request) => {
       const c = request.connection;
       await engine.leaveGroup(c.id, request.params.groupId);
@@ -179,7 +179,7 @@ export const groupRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       schema: {
         description: 'The group’s current invite code and link (admins only: 403 `Not a group admin`).',
         params: GroupParams,
-        response: { 200: Type.Object({ code: Type.String(), url: Type.String() }) },
+        response: { 200: Type.Object({ code: Type.String(), url: Type.String() }), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {

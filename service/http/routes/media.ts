@@ -13,6 +13,7 @@ import type { MediaFileInfo } from '../../engine/types.ts';
 import { notFound } from '../../errors.ts';
 import { canonicalChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
+import { BinaryResponse, errorResponses } from '../schemas.ts';
 import { errorBody } from '../plugins/errors.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
@@ -58,15 +59,22 @@ async function sendFile(request: FastifyRequest, reply: FastifyReply, file: Medi
     .send(fs.createReadStream(file.path, { start: range.start, end: range.end }));
 }
 
+/** The responses of both media routes: the file (or one range of it) with its own Content-Type, or 416. */
+const MediaResponses = {
+  200: BinaryResponse('The file, with its `Content-Type`, `Content-Length` and `Accept-Ranges: bytes`', ['*/*']),
+  206: BinaryResponse('The one byte range the `Range` header asked for (`Content-Range: bytes <start>-<end>/<size>`)', ['*/*']),
+  ...errorResponses(416),
+};
+
 export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
-  api.get('/connections/:id/media/:filename', { schema: { params: FileParams } }, async (request, reply) => {
+  api.get('/connections/:id/media/:filename', { schema: { params: FileParams, response: MediaResponses } }, async (request, reply) => {
     const c = request.connection;
     return sendFile(request, reply, await engine.mediaFile(c.id, request.params.filename));
   });
 
   api.get(
     '/connections/:id/messages/:messageId/media',
-    { schema: { params: MessageParams, querystring: MessageQuery } },
+    { schema: { params: MessageParams, querystring: MessageQuery, response: MediaResponses } },
     async (request, reply) => {
       const c = request.connection;
       const chatId = canonicalChatId(store, c.id, request.query.chatId);

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
-import { ConnectionParams, MessageSchema } from '../schemas.ts';
+import { ConnectionParams, MessageSchema, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keyOf, MESSAGE, OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -52,7 +52,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           '403 for someone else’s message in a 1:1 chat, or for another member’s message in a group where you are not admin; deleting an already deleted message answers it unchanged.',
         params: MessageParams,
         querystring: Type.Object({ chatId }),
-        response: { 200: MessageSchema },
+        response: { 200: MessageSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -71,7 +71,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           '(no download or upload) and the local copy, when on disk, is kept for the new message too.',
         params: ConnectionParams,
         body: ForwardBody,
-        response: { 201: MessageSchema },
+        response: { 201: MessageSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request, reply) => {
@@ -88,7 +88,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         schema: {
           description: `${action === 'block' ? 'Blocks' : 'Unblocks'} a user (on WhatsApp's server: a blocked user's messages no longer reach this account). Answers the user's JID and the new state.`,
           params: ContactParams,
-          response: { 200: BlockState },
+          response: { 200: BlockState, ...WHATSAPP_ERRORS },
         },
       },
       async (request) => {
@@ -105,7 +105,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       schema: {
         description: 'The JIDs this account blocked, as WhatsApp’s server keeps them.',
         params: ConnectionParams,
-        response: { 200: Type.Array(Type.String()) },
+        response: { 200: Type.Array(Type.String()), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -122,7 +122,7 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
         description:
           'Rejects an incoming call that is still ringing (its id is the `callId` of the `call.received` event); a `call.ended` event with reason `rejected` follows. 404 `Call not found` once it ended.',
         params: Type.Object({ id: Type.String(), callId: Type.String({ minLength: 1, maxLength: 128 }) }),
-        response: { 200: Type.Object({ callId: Type.String(), rejected: Type.Literal(true) }) },
+        response: { 200: Type.Object({ callId: Type.String(), rejected: Type.Literal(true) }), ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {
@@ -140,10 +140,11 @@ export const operationRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
       schema: {
         description:
           'Sends a sticker from exactly one of `url` or `base64`: WebP is sent as is, PNG and JPEG are converted to a 512×512 WebP ' +
-          '(fitted, transparent background). Answers like the other sends (201, the stored Message of type `sticker`).',
+          '(fitted, transparent background). Answers like the other sends: 201, the stored Message with `kind` `sticker` and ' +
+          '`type` `image` (`type` is always one of the spec’s seven).',
         params: ConnectionParams,
         body: StickerBody,
-        response: { 201: MessageSchema },
+        response: { 201: MessageSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request, reply) => {

@@ -3,7 +3,7 @@
  * to 0) and the typing indicator. Body `{ chatId }` for all three; answers 200 `{ success: true }`.
  */
 import { Type } from '@sinclair/typebox';
-import { ConnectionParams, SuccessSchema } from '../schemas.ts';
+import { ConnectionParams, SuccessSchema, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { OPERATION } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -14,7 +14,7 @@ const ChatBody = Type.Object(
 );
 
 export const presenceRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
-  const schema = { params: ConnectionParams, body: ChatBody, response: { 200: SuccessSchema } };
+  const schema = { params: ConnectionParams, body: ChatBody, response: { 200: SuccessSchema, ...WHATSAPP_ERRORS } };
 
   api.post('/connections/:id/mark-read', { config: OPERATION, schema }, async (request) => {
     const c = request.connection;

@@ -11,7 +11,7 @@ import type { ConnectionRow } from '../../db/connections.ts';
 import { conflict } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
 import { OPERATION } from '../plugins/idempotency.ts';
-import { ConnectionParams, Nullable } from '../schemas.ts';
+import { ConnectionParams, Nullable, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 const pictureUrl = Nullable(
@@ -82,7 +82,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           'and are null when WhatsApp does not answer. 409 unless the connection is online.',
         params: ConnectionParams,
         querystring: Refresh,
-        response: { 200: ProfileSchema },
+        response: { 200: ProfileSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => engine.ownProfile(online(request.connection), { refresh: request.query.refresh }),
@@ -98,7 +98,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           'answers the updated profile. Contacts see the new name on the account’s next messages.',
         params: ConnectionParams,
         body: UpdateBody,
-        response: { 200: ProfileSchema },
+        response: { 200: ProfileSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => engine.updateOwnProfile(online(request.connection), request.body),
@@ -115,7 +115,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           'policy): a JPEG or PNG (by its bytes), cropped to a square and resized to 640×640. Answers the updated profile.',
         params: ConnectionParams,
         body: PictureBody,
-        response: { 200: ProfileSchema },
+        response: { 200: ProfileSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => engine.setOwnPicture(online(request.connection), request.body),
@@ -132,7 +132,7 @@ export const profileRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
           'media proxy at `pictureUrl`. 400 for a group or a number not on WhatsApp.',
         params: ContactParams,
         querystring: Refresh,
-        response: { 200: ContactProfileSchema },
+        response: { 200: ContactProfileSchema, ...WHATSAPP_ERRORS },
       },
     },
     async (request) => {

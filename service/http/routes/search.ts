@@ -23,9 +23,8 @@ import { badRequest } from '../../errors.ts';
 import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { TRANSCRIPT_CSP } from '../plugins/hardening.ts';
-import { ErrorSchema } from '../openapi.ts';
 import { PerUserSlots, tooManyExports } from '../plugins/user-caps.ts';
-import { MessageSchema, Nullable } from '../schemas.ts';
+import { BinaryResponse, ErrorResponse, MessageSchema, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** archiver 7's factory (CommonJS; @types/archiver 8 describes the class-based 8.x API, same instance methods). */
@@ -89,7 +88,7 @@ const ExportQuery = Type.Object({
 
 /** The export's declared answers besides its streams (typed loosely: the 200 answer is a stream, not a schema's JSON). */
 const EXPORT_RESPONSES: Record<number, TSchema> = {
-  429: ErrorSchema('Too many exports in progress for this user (`--max-exports-per-user`, 2 by default), or the rate limit; see `retry-after`'),
+  429: ErrorResponse('Too many exports in progress for this user (`--max-exports-per-user`, 2 by default), or the rate limit; see `retry-after`'),
 };
 
 /** HTML-escapes text for element content and attribute values. */
@@ -189,11 +188,18 @@ export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, 
       schema: {
         params: Type.Object({ id: Type.String(), chatId: Type.String() }),
         querystring: ExportQuery,
+        response: {
+          200: BinaryResponse('The chat, oldest first, as a download (`Content-Disposition: attachment`)', [
+            'application/x-ndjson',
+            'text/html',
+            'application/zip',
+          ]),
+          ...EXPORT_RESPONSES,
+        },
         description:
           'Streams the chat oldest first: `format=jsonl` → `application/x-ndjson`, one Message per line; `format=html` → ' +
           'a self-contained `text/html` transcript; `media=true` → `application/zip` with `transcript.jsonl|html`, ' +
           '`media/<file>` and `media-missing.json`. A user runs at most `--max-exports-per-user` exports at once (429 past it).',
-        response: EXPORT_RESPONSES,
       },
     },
     async (request, reply) => {

@@ -9,7 +9,7 @@ import { Type, type TProperties } from '@sinclair/typebox';
 import { badRequest } from '../../errors.ts';
 import { MEDIA_LIMITS } from '../../engine/outgoing.ts';
 import type { MediaKind } from '../../engine/types.ts';
-import { ConnectionParams, MessageSchema } from '../schemas.ts';
+import { ConnectionParams, MessageSchema, WHATSAPP_ERRORS } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keyOf, MESSAGE } from '../plugins/idempotency.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -85,7 +85,7 @@ const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
 export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
   const created = {
     params: ConnectionParams,
-    response: { 201: MessageSchema },
+    response: { 201: MessageSchema, ...WHATSAPP_ERRORS },
     description:
       "Answers once WhatsApp's server acknowledged the message (ack ≥ 2): a 2xx means the server has it. Without the " +
       'acknowledgement within 10 s (the connection dropped) the answer is 201 with ack 1 (pending); a refusal is a 502; a ' +
@@ -144,7 +144,7 @@ export const sendRoutes: ApiPlugin<ApiDeps> = async (api, { engine }) => {
 
   api.put(
     '/connections/:id/messages/:messageId',
-    { config: MESSAGE, schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema } } },
+    { config: MESSAGE, schema: { params: EditParams, body: EditBody, response: { 200: MessageSchema, ...WHATSAPP_ERRORS } } },
     async (request) => {
       const c = request.connection;
       return engine.editMessage(c.id, request.params.messageId, request.body, keyOf(request));

@@ -18,7 +18,7 @@ import { DESKTOP_SETTINGS } from '../../config/settings-table.ts';
 import type { Store } from '../../db/store.ts';
 import { badRequest, conflict, forbidden } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable } from '../schemas.ts';
+import { ErrorResponse as ErrorBody, Nullable } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /**
@@ -38,9 +38,6 @@ async function answering<T>(run: () => Promise<T>): Promise<T> {
 
 /** The 403 of every settings route for anyone but the owner. */
 export const OWNER_ONLY_MESSAGE = "Only this machine's owner (its first local user) may read or change its settings";
-
-const ErrorBody = (description: string) =>
-  Type.Object({ message: Type.String(), statusCode: Type.Integer(), error: Type.String() }, { description });
 
 const Forbidden = ErrorBody(`Not the machine's owner: \`${OWNER_ONLY_MESSAGE}\`; or the request's Host or Origin is not allowed`);
 

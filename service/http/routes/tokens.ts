@@ -9,7 +9,7 @@ import { issueToken } from '../../auth/api-tokens.ts';
 import type { LiveCredentials } from '../../auth/live-credentials.ts';
 import { conflict, forbidden, notFound } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
-import { Nullable, SuccessSchema } from '../schemas.ts';
+import { errorResponses, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiPlugin } from '../type-provider.ts';
 
 /** Active tokens a user may hold at once. */
@@ -45,7 +45,7 @@ export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, li
 
   api.post(
     '/tokens',
-    { schema: { body: CreateBody, response: { 201: CreatedTokenSchema } } },
+    { schema: { body: CreateBody, response: { 201: CreatedTokenSchema, ...errorResponses([409, 'Token limit reached: revoke one first']) } } },
     async (request, reply) => {
       const created = store.tx(() => {
         if (store.tokens.listActive(request.user.id).length >= MAX_TOKENS_PER_USER)

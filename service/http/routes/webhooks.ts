@@ -14,7 +14,7 @@ import { badRequest, conflict, forbidden, notFound } from '../../errors.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
 import { EVENT_PAYLOAD_SCHEMAS, type EventType } from '../../events/payloads.ts';
 import { OutboundPolicy, OutboundRefusedError } from '../../net/outbound.ts';
-import { ConnectionParams, Nullable, SuccessSchema } from '../schemas.ts';
+import { ConnectionParams, errorResponses, Nullable, SuccessSchema } from '../schemas.ts';
 import type { ApiDeps } from '../deps.ts';
 import { EVENT_PAYLOAD } from '../openapi.ts';
 import type { ApiPlugin } from '../type-provider.ts';
@@ -220,7 +220,16 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
 
   api.post(
     '/webhooks/:id/deliveries/:deliveryId/retry',
-    { schema: { params: DeliveryParams, response: { 200: DeliveryLogSchema, 201: DeliveryLogSchema } } },
+    {
+      schema: {
+        params: DeliveryParams,
+        response: {
+          200: DeliveryLogSchema,
+          201: DeliveryLogSchema,
+          ...errorResponses([409, 'The webhook is paused, or the delivery is still in progress']),
+        },
+      },
+    },
     async (request, reply) => {
       const w = ownedWebhook(store, request.user, request.params.id);
       const d = store.deliveries.get(request.params.deliveryId);

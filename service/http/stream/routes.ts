@@ -11,6 +11,7 @@ import type { LiveCredentials } from '../../auth/live-credentials.ts';
 import { badRequest, ServiceError } from '../../errors.ts';
 import { parseEventTypes } from '../routes/events.ts';
 import type { ApiDeps } from '../deps.ts';
+import { errorResponses } from '../schemas.ts';
 import type { ApiInstance, ApiPlugin } from '../type-provider.ts';
 import { PerUserSlots, TOO_MANY_STREAMS_CLOSE, tooManyStreams } from '../plugins/user-caps.ts';
 import { CLOSE_CODES, DEFAULT_STREAM_LIMITS, EventStream, type StreamLimits } from './event-stream.ts';
@@ -60,7 +61,13 @@ export const streamRoutes: ApiPlugin<StreamRouteOptions> = async (
     method: 'GET',
     url: '/ws',
     config: { auth: 'bearer-or-query' },
-    schema: { querystring: StreamQuery },
+    schema: {
+      querystring: StreamQuery,
+      response: {
+        101: Type.Null({ description: 'Switching Protocols: the event stream (JSON frames, docs/events.md)' }),
+        ...errorResponses(426),
+      },
+    },
     preHandler: async (request) => {
       const { after } = request.query;
       if (maxStreamsPerUser > 0 && open.count(request.user.id) >= maxStreamsPerUser)
