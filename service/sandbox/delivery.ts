@@ -8,11 +8,18 @@
  * - the login tail: first login waits for the prekey upload, then queues the phone's app-state key share and the
  *   inline history sync;
  *   re-logins flush the queue with `offline="1"` before `<ib><offline count/>`;
- * - the pump: rows are encrypted at delivery time from the sender's phone (pkmsg first, msg after),
- *   the session state is committed *before* the ciphertext is written, and a row is deleted only when the
- *   client's `<receipt>` (or a terminal `<ack error>`) for it arrives — a crash means redelivery, never loss;
- * - retry receipts (re-key from the receipt's `<keys>` and re-encrypt), prekey-low notifications,
- *   device-list change notifications and unlinking companions.
+ * - sealing: a phone's message is encrypted for each companion once — at send ({@link Delivery.seal}), or at the
+ *   first delivery of a row queued without it (history, key shares, rows of an older sandbox) — and the ciphertext
+ *   is stored on the outbox row with the session state that made it; every redelivery sends those bytes, as
+ *   WhatsApp's server stores and redelivers the sender's ciphertext (a stanza the client read but did not
+ *   acknowledge before a crash decrypts after its restart, instead of arriving encrypted again further along the
+ *   chain);
+ * - the pump: rows go out in queue order (so the companion meets a session's chain in order), the session state is
+ *   committed *before* any ciphertext made from it is written, and a row is deleted only when the client's
+ *   `<receipt>` (or a terminal `<ack error>`) for it arrives — a crash means redelivery, never loss;
+ * - retry receipts: the phone (the sender) re-encrypts — with a new session when the receipt carries `<keys>` or its
+ *   registration id is not the session's — and the server queues that new ciphertext at the end of the companion's
+ *   queue in place of the old; prekey-low notifications, device-list change notifications and unlinking companions.
  */
 import {
   decodeBinaryNode,
@@ -27,7 +34,7 @@ import { buildHistorySyncMessages } from './history.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, NewOutbox, OutboxRow } from './store.ts';
-import { companionAddress } from './signal-device.ts';
+import { companionAddress, type EncType } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 import { randomBytes } from 'node:crypto';
 
@@ -36,6 +43,12 @@ export const GARBLE_ATTR = 'sandbox:garble';
 
 /** Outbox attribute of a phone's group row: `'1'` = deliver only the skmsg (the device has the sender key). */
 export const SKIP_PAIRWISE_ATTR = 'x-skip-pairwise';
+
+/** A phone's message encrypted for one companion: the `<enc>` type and bytes, made once and stored on its row. */
+export interface Sealed {
+  encType: EncType;
+  ciphertext: Buffer;
+}
 
 const PUMP_BATCH = 64;
 const MAX_ATTEMPTS = 5;
@@ -259,7 +272,7 @@ export class Delivery {
       for (const row of rows) {
         link.cursor = row.seq;
         const offline = row.seq <= link.offlineUpTo;
-        const stanza = await this.buildStanza(link, device, row, offline, undefined);
+        const stanza = await this.buildStanza(link, device, row, offline);
         if (!stanza) continue;
         stanzas.push(stanza);
         if (offline) link.offlineSent++;
@@ -273,15 +286,40 @@ export class Delivery {
     }
   }
 
-  /** Encrypt one outbox row into its `<message>` stanza; undeliverable rows are dropped (logged). */
-  private async buildStanza(
-    link: Link,
-    device: DeviceRow,
-    row: OutboxRow,
-    offline: boolean,
-    retryCount: number | undefined,
-  ): Promise<BinaryNode | undefined> {
-    const { store, phones, accounts } = this.ctx;
+  /**
+   * Encrypt a phone's message for one of its recipient's companions, once: the caller stores the result on the
+   * outbox row (in the transaction that commits the session state it came from), and every delivery of the row
+   * sends it as it is. `garble` (admin `undecryptable: true`) seals random bytes instead; the companion's retry
+   * receipt then gets the real message. Session updates are queued (durable with the next `store.commit()`).
+   * @param plaintext the encoded `proto.Message`, unpadded.
+   * @returns undefined when the phone cannot encrypt to the device (logged); the row is then sealed at its first
+   *   delivery, or dropped there.
+   */
+  async seal(senderPn: string, device: DeviceRow, plaintext: Buffer, garble = false): Promise<Sealed | undefined> {
+    if (garble) return { encType: 'msg', ciphertext: randomBytes(64) };
+    const companionLid = this.ctx.accounts.get(device.pn)?.lid;
+    if (!companionLid) return undefined;
+    try {
+      const { type, ciphertext } = await this.ctx.phones.encryptToCompanion(
+        senderPn,
+        device,
+        companionLid,
+        writeRandomPadMax16(plaintext),
+      );
+      return { encType: type, ciphertext };
+    } catch (err) {
+      this.ctx.logger.warn({ err, pn: device.pn, deviceId: device.deviceId }, 'phone could not encrypt to a companion');
+      return undefined;
+    }
+  }
+
+  /**
+   * One outbox row as its `<message>` (or `<notification>`) stanza: the stored ciphertext as it is; a phone's row
+   * queued without one is sealed now and the result stored on the row (durable with the pump's commit, before the
+   * stanza leaves). Undeliverable rows are dropped (logged).
+   */
+  private async buildStanza(link: Link, device: DeviceRow, row: OutboxRow, offline: boolean): Promise<BinaryNode | undefined> {
+    const { store } = this.ctx;
     if (row.kind === 'notification') {
       try {
         const attrs: Record<string, string> = { ...row.attrs, id: row.msgId, ...(offline ? { offline: '1' } : {}) };
@@ -292,22 +330,19 @@ export class Delivery {
         return undefined;
       }
     }
-    // a group row's 1:1 part (the SKDM) is left out on first delivery when the device already has the key
-    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
+    // a group row's 1:1 part (the SKDM) is left out when the device already has the key (a retry's row has it)
+    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1';
     const parts: Array<{ type: string; ciphertext: Buffer }> = [];
     try {
-      if (row.attrs[GARBLE_ATTR] === '1' && retryCount === undefined) {
-        // Fault injection (admin `undecryptable: true`): the first delivery cannot be decrypted; the companion's
-        // retry receipt gets the real message (below), as when a phone's session was out of step.
-        parts.push({ type: 'msg', ciphertext: randomBytes(64) });
-      } else if (row.ciphertext && row.encType) {
+      if (row.ciphertext && row.encType) {
         parts.push({ type: row.encType, ciphertext: row.ciphertext });
       } else if (row.plaintext && row.senderPn && !skipPairwise) {
-        const companionLid = accounts.get(link.pn)?.lid;
-        if (!companionLid) throw new Error(`no account ${link.pn}`);
-        parts.push(
-          await phones.encryptToCompanion(row.senderPn, device, companionLid, writeRandomPadMax16(row.plaintext)),
-        );
+        // Fault injection (admin `undecryptable: true`) seals random bytes: the companion's retry receipt gets the
+        // real message (onRetry), as when a phone's session was out of step.
+        const sealed = await this.seal(row.senderPn, device, row.plaintext, row.attrs[GARBLE_ATTR] === '1');
+        if (!sealed) throw new Error('the phone cannot encrypt to this device');
+        store.setOutboxCiphertext(row.seq, sealed.encType, sealed.ciphertext);
+        parts.push({ type: sealed.encType, ciphertext: sealed.ciphertext });
       }
       // the skmsg comes after the SKDM: the client processes <enc> nodes in order
       if (row.skCiphertext) parts.push({ type: 'skmsg', ciphertext: row.skCiphertext });
@@ -327,7 +362,6 @@ export class Delivery {
     }
     attrs.id = row.msgId;
     if (offline) attrs.offline = '1';
-    if (retryCount !== undefined) encAttrs.count = String(retryCount);
     return {
       tag: 'message',
       attrs,
@@ -356,8 +390,13 @@ export class Delivery {
   }
 
   /**
-   * Retry receipt (the client could not decrypt): re-key from `<keys>` if present, re-encrypt and resend.
-   * Gives up after {@link MAX_ATTEMPTS}. Relayed ciphertext cannot be re-encrypted and is dropped.
+   * Retry receipt (the client could not decrypt), answered as WhatsApp's server and the sender's phone do: the phone
+   * re-encrypts the message — from a new session when the receipt carries `<keys>` (built from them), or when its
+   * `<registration>` is not the registration id of the phone's session (built from the device's bundle on the server,
+   * as a sender fetches it) — and the server queues that ciphertext, with `count` on its `<enc>`, at the end of the
+   * device's queue in place of the row (so the chain still arrives in order; it is the bytes redelivered from then on).
+   * Gives up (drops the row) after {@link MAX_ATTEMPTS} attempts — each retry is followed by an `<ack error="500">`,
+   * which counts it (onAck). Relayed ciphertext cannot be re-encrypted here and is dropped.
    */
   private async onRetry(link: Link, node: BinaryNode, msgId: string | undefined): Promise<void> {
     const { store, accounts, phones } = this.ctx;
@@ -365,51 +404,62 @@ export class Delivery {
     if (!row) return;
     const retryCount = Number(getBinaryNodeChild(node, 'retry')?.attrs.count ?? '1') || 1;
     link.conn.log.info({ msgId, retryCount }, 'retry receipt');
-    if (row.attempts + 1 >= MAX_ATTEMPTS || !row.plaintext || !row.senderPn) {
+    const device = store.getDevice(link.pn, link.deviceId);
+    const companionLid = accounts.get(link.pn)?.lid;
+    if (row.attempts >= MAX_ATTEMPTS || !row.plaintext || !row.senderPn || !device || !companionLid) {
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       await store.commit();
       return;
     }
-    store.bumpOutboxAttempts(row.seq);
+    const buf = (n: BinaryNode | undefined, tag: string): Buffer | undefined => {
+      const c = getBinaryNodeChild(n, tag)?.content;
+      return c instanceof Uint8Array ? Buffer.from(c) : undefined;
+    };
+    const reg = buf(node, 'registration');
+    const registrationId = reg?.length === 4 ? reg.readUInt32BE(0) : undefined;
     const keys = getBinaryNodeChild(node, 'keys');
-    const companionLid = accounts.get(link.pn)?.lid;
-    if (keys && companionLid) {
-      const buf = (n: BinaryNode | undefined, tag: string): Buffer | undefined => {
-        const c = getBinaryNodeChild(n, tag)?.content;
-        return c instanceof Uint8Array ? Buffer.from(c) : undefined;
-      };
-      const reg = buf(node, 'registration');
-      const identity = buf(keys, 'identity');
-      const skey = getBinaryNodeChild(keys, 'skey');
-      const skeyId = buf(skey, 'id');
-      const skeyPub = buf(skey, 'value');
-      const skeySig = buf(skey, 'signature');
-      const key = getBinaryNodeChild(keys, 'key');
-      const keyId = buf(key, 'id');
-      const keyPub = buf(key, 'value');
-      if (reg?.length === 4 && identity?.length === 32 && skeyId && skeyPub?.length === 32 && skeySig?.length === 64) {
-        await phones.resetSession(row.senderPn, companionLid, link.deviceId, {
-          registrationId: reg.readUInt32BE(0),
-          identityPub: identity,
-          signedPreKeyId: skeyId.readUIntBE(0, skeyId.length),
-          signedPreKeyPub: skeyPub,
-          signedPreKeySig: skeySig,
-          preKey:
-            keyId && keyPub?.length === 32 ? { keyId: keyId.readUIntBE(0, keyId.length), pub: keyPub } : undefined,
-        });
-      }
+    const identity = buf(keys, 'identity');
+    const skey = getBinaryNodeChild(keys, 'skey');
+    const skeyId = buf(skey, 'id');
+    const skeyPub = buf(skey, 'value');
+    const skeySig = buf(skey, 'signature');
+    const key = getBinaryNodeChild(keys, 'key');
+    const keyId = buf(key, 'id');
+    const keyPub = buf(key, 'value');
+    if (registrationId !== undefined && identity?.length === 32 && skeyId && skeyPub?.length === 32 && skeySig?.length === 64) {
+      await phones.resetSession(row.senderPn, companionLid, link.deviceId, {
+        registrationId,
+        identityPub: identity,
+        signedPreKeyId: skeyId.readUIntBE(0, skeyId.length),
+        signedPreKeyPub: skeyPub,
+        signedPreKeySig: skeySig,
+        preKey: keyId && keyPub?.length === 32 ? { keyId: keyId.readUIntBE(0, keyId.length), pub: keyPub } : undefined,
+      });
+    } else if (
+      registrationId !== undefined &&
+      (await phones.sessionRegistrationId(row.senderPn, companionLid, link.deviceId)) !== registrationId
+    ) {
+      // the device is not the one the session was made with (or there is none): start over from its bundle
+      await phones.dropSession(row.senderPn, companionLid, link.deviceId);
     }
-    const device = store.getDevice(link.pn, link.deviceId);
-    if (!device) return;
-    const stanza = await this.buildStanza(link, device, row, false, retryCount);
+    const sealed = await this.seal(row.senderPn, device, row.plaintext);
+    if (!sealed) {
+      store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+      await store.commit();
+      return;
+    }
+    const attrs: Record<string, string> = { ...row.attrs, 'enc:count': String(retryCount) };
+    delete attrs[GARBLE_ATTR];
+    delete attrs[SKIP_PAIRWISE_ATTR]; // a group retry carries the sender key again
+    store.requeueOutbox(link.pn, link.deviceId, row.msgId, { attrs, ...sealed });
     await store.commit();
-    if (stanza) link.conn.send(stanza);
+    this.kick(link.pn, link.deviceId);
   }
 
   /**
-   * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 accompanies
-   * a retry receipt (handled there) and only counts as an attempt; any other error code is terminal.
-   * An `<ack class="notification">` removes that queued notification.
+   * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 follows a retry receipt
+   * (handled there) or a message the client gave up on, and only counts as an attempt until {@link MAX_ATTEMPTS};
+   * any other error code is terminal. An `<ack class="notification">` removes that queued notification.
    */
   async onAck(conn: ClientConnection, node: BinaryNode): Promise<void> {
     const link = this.link(conn);
@@ -425,8 +475,8 @@ export class Delivery {
     const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
     if (!row) return;
     conn.log.warn({ msgId: id, error }, 'companion rejected a delivered message');
-    if (error !== '500' || row.attempts + 1 >= MAX_ATTEMPTS) this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
-    else this.ctx.store.bumpOutboxAttempts(row.seq);
+    if (error !== '500' || row.attempts >= MAX_ATTEMPTS) this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
+    else this.ctx.store.bumpOutboxAttempts(link.pn, link.deviceId, id);
     await this.ctx.store.commit();
   }
 
