@@ -395,6 +395,8 @@ export class Delivery {
    * `<registration>` is not the registration id of the phone's session (built from the device's bundle on the server,
    * as a sender fetches it) — and the server queues that ciphertext, with `count` on its `<enc>`, at the end of the
    * device's queue in place of the row (so the chain still arrives in order; it is the bytes redelivered from then on).
+   * A group message is encrypted again with the sender's current sender key (new skmsg, and its distribution message
+   * as the 1:1 part), as a sender re-sends it.
    * Gives up (drops the row) after {@link MAX_ATTEMPTS} attempts — each retry is followed by an `<ack error="500">`,
    * which counts it (onAck). Relayed ciphertext cannot be re-encrypted here and is dropped.
    */
@@ -442,7 +444,9 @@ export class Delivery {
       // the device is not the one the session was made with (or there is none): start over from its bundle
       await phones.dropSession(row.senderPn, companionLid, link.deviceId);
     }
-    const sealed = await this.seal(row.senderPn, device, row.plaintext);
+    // a group message goes out again with the sender's current sender key: its distribution message and a new skmsg
+    const group = row.skCiphertext ? this.ctx.groups.reencryptForRetry(row.senderPn, row.attrs.from ?? '', row.msgId) : undefined;
+    const sealed = row.skCiphertext && !group ? undefined : await this.seal(row.senderPn, device, group?.skdmMessage ?? row.plaintext);
     if (!sealed) {
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       await store.commit();
@@ -451,7 +455,11 @@ export class Delivery {
     const attrs: Record<string, string> = { ...row.attrs, 'enc:count': String(retryCount) };
     delete attrs[GARBLE_ATTR];
     delete attrs[SKIP_PAIRWISE_ATTR]; // a group retry carries the sender key again
-    store.requeueOutbox(link.pn, link.deviceId, row.msgId, { attrs, ...sealed });
+    store.requeueOutbox(link.pn, link.deviceId, row.msgId, {
+      attrs,
+      ...sealed,
+      ...(group ? { plaintext: group.skdmMessage, skCiphertext: group.skmsg } : {}),
+    });
     await store.commit();
     this.kick(link.pn, link.deviceId);
   }

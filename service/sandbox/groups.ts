@@ -600,6 +600,29 @@ export class Groups {
     return { id, timestamp: ts };
   }
 
+  /**
+   * `senderPn`'s phone answers a companion's retry receipt for its group message `msgId` (in group `groupJid`) as a
+   * sender re-sends a group message: encrypted again with its current sender key (a new skmsg) and that key's
+   * distribution message, for the caller to seal for the device. Sender-key state is queued (durable after commit).
+   * @returns undefined when the message or the group is not known (any more).
+   */
+  reencryptForRetry(senderPn: string, groupJid: string, msgId: string): { skdmMessage: Buffer; skmsg: Buffer } | undefined {
+    const groupId = parseGroupId(groupJid);
+    const row = this.ctx.store.getMessage(senderPn, msgId);
+    if (!groupId || !row || row.groupId !== groupId || !this.ctx.store.getGroup(groupId)) return undefined;
+    const record = this.loadRecord(senderPn, groupId, '') ?? { states: [createSenderKey()] };
+    const state = record.states[record.states.length - 1]!;
+    const skdm = distributionMessage(state);
+    const skmsg = groupEncrypt(state, writeRandomPadMax16(row.message));
+    this.saveRecord(senderPn, groupId, '', record);
+    const skdmMessage = Buffer.from(
+      proto.Message.encode({
+        senderKeyDistributionMessage: { groupId: groupJid, axolotlSenderKeyDistributionMessage: skdm },
+      }).finish(),
+    );
+    return { skdmMessage, skmsg };
+  }
+
   // ---- companion → group --------------------------------------------------------------------
 
   /** A `<message to="<id>@g.us">` from a logged-in companion of `sender` (device `senderDevice`). */

@@ -1215,14 +1215,15 @@ export class Store {
 
   /**
    * Queue replacing a row's delivery by a new one at the end of the companion's queue (a new `seq`, the same message
-   * id, attempts and sk-ciphertext): what a retry receipt's re-encrypted message becomes. Nothing happens when the row
+   * id and attempts; plaintext and sk-ciphertext kept unless given): what a retry receipt's re-encrypted message
+   * becomes. Nothing happens when the row
    * is gone by the time the write runs (delivered or dropped meanwhile). Durable after `commit()`.
    */
   requeueOutbox(
     pn: string,
     deviceId: number,
     msgId: string,
-    next: { attrs: Record<string, string>; encType: string; ciphertext: Buffer },
+    next: { attrs: Record<string, string>; encType: string; ciphertext: Buffer; plaintext?: Buffer; skCiphertext?: Buffer },
   ): void {
     this.enqueue(() => {
       const old = this.s.getOutboxByMsgId.get(pn, deviceId, msgId);
@@ -1235,10 +1236,10 @@ export class Store {
         old.kind,
         old.sender_pn,
         JSON.stringify(next.attrs),
-        old.plaintext,
+        next.plaintext ?? old.plaintext,
         next.encType,
         next.ciphertext,
-        old.sk_ciphertext,
+        next.skCiphertext ?? old.sk_ciphertext,
         old.attempts,
         nowSeconds(),
       );

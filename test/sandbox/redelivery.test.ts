@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
-import { getBinaryNodeChildren, type BinaryNode } from '@whiskeysockets/baileys';
+import { getBinaryNodeChildren, type BaileysEventMap, type BinaryNode } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
 import { connectClient, type TestClient } from './baileys-client.ts';
 
@@ -80,6 +80,8 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
   let sandbox: Sandbox;
   const clients: TestClient[] = [];
   const logger = pino({ level: 'error' });
+  /** The group Alice creates in the first test (the phone is a member). */
+  let groupJid = '';
   const outbox = (ids: string[]) => {
     const db = new Database(join(dataDir, 'sandbox.db'), { readonly: true, fileMustExist: true });
     try {
@@ -128,7 +130,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
     }
     const group = await api<{ id: string }>(sandbox.url, 'POST', '/groups', { creator: `+${ALICE}`, subject: 'Sealed', participants: [`+${PHONE}`] });
     expect(group.status).toBe(201);
-    const groupJid = group.body.id;
+    groupJid = group.body.id;
     const inGroup = await api<{ id: string }>(sandbox.url, 'POST', `/groups/${encodeURIComponent(groupJid)}/messages`, { from: `+${ALICE}`, text: 'sealed for the group' });
     expect(inGroup.status).toBe(201);
     const all = [...ids, inGroup.body.id];
@@ -176,6 +178,56 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
     for (const id of all) expect(secondSeen.get(id)).toEqual(firstSeen.get(id)); // one delivery each, the same bytes
     await poll('the queue emptied by the receipts', () => (outbox(all).length === 0 ? true : undefined));
     await second.end();
+  });
+
+  it('answers the retry of a message the client had already decrypted (a crash before its receipt) with a new encryption', { timeout: 60_000 }, async () => {
+    // Sent while the client is away; the rows as queued.
+    const groupText = 'group: decrypted, not acknowledged';
+    const direct = await api<{ id: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/messages`, { to: `+${PHONE}`, text: 'decrypted, not acknowledged' });
+    const inGroup = await api<{ id: string }>(sandbox.url, 'POST', `/groups/${encodeURIComponent(groupJid)}/messages`, { from: `+${ALICE}`, text: groupText });
+    expect([direct.status, inGroup.status]).toEqual([201, 201]);
+    const ids = [direct.body.id, inGroup.body.id];
+    const queued = (() => {
+      const db = new Database(join(dataDir, 'sandbox.db'), { readonly: true, fileMustExist: true });
+      try {
+        return db.prepare(`SELECT * FROM outbox WHERE pn = ? AND msg_id IN (?, ?)`).all(PHONE, ...ids) as Array<Record<string, unknown>>;
+      } finally {
+        db.close();
+      }
+    })();
+    expect(queued).toHaveLength(2);
+    // The client decrypts them (its Signal state moves past them) and acknowledges them.
+    const reader = await connect();
+    for (const id of ids) await reader.waitFor('messages.upsert', (u) => u.messages.some((m) => m.key.id === id && !!m.message), 15_000);
+    await poll('the receipts', () => (outbox(ids).length === 0 ? true : undefined));
+    await reader.end();
+    // Back in the queue as they were, as if the receipts had been lost in a crash. The same bytes cannot be decrypted
+    // again (their keys are used): the 1:1 message (a pkmsg, as every message of a session the phone opened and never
+    // heard back on) is recognised as a duplicate and acknowledged with error 487, which drops it; the group message's
+    // skmsg fails with an old counter, so the client asks for a retry, and the phone encrypts it again with its
+    // current sender key (the old skmsg's iteration is used up).
+    await sandbox.close();
+    const rw = new Database(join(dataDir, 'sandbox.db'));
+    const cols = Object.keys(queued[0]!).filter((c) => c !== 'seq');
+    const insert = rw.prepare(`INSERT INTO outbox (${cols.join(', ')}) VALUES (${cols.map((c) => `@${c}`).join(', ')})`);
+    for (const row of queued) insert.run(Object.fromEntries(cols.map((c) => [c, row[c]])));
+    rw.close();
+    sandbox = await startSandbox({ dataDir, logger });
+    const again = await connect();
+    const seen = captureEncs(again);
+    const upsert = await again.waitFor('messages.upsert', (u) => u.messages.some((m) => m.key.id === inGroup.body.id && !!m.message), 20_000);
+    expect(upsert.messages.find((x) => x.key.id === inGroup.body.id)!.message?.conversation).toBe(groupText);
+    const deliveries = seen.get(inGroup.body.id)!;
+    expect(deliveries).toHaveLength(2); // the stored bytes, then the retry's
+    expect(deliveries[1]!.map((p) => p.type)).toEqual([expect.stringMatching(/^(pkmsg|msg)$/), 'skmsg']);
+    expect(deliveries[1]![0]!.count).toBe('1');
+    expect(deliveries[0]!.map((p) => p.type)).toEqual(['skmsg']); // the device had the sender key already
+    expect(deliveries[1]![1]!.bytes.equals(deliveries[0]![0]!.bytes)).toBe(false); // a new skmsg
+    await poll('the queue emptied', () => (outbox(ids).length === 0 ? true : undefined));
+    expect(seen.get(direct.body.id)).toHaveLength(1); // the duplicate, delivered once and dropped
+    const upserts = again.events.filter((e) => e.name === 'messages.upsert').map((e) => e.data as BaileysEventMap['messages.upsert']);
+    expect(upserts.some((u) => u.messages.some((m) => m.key.id === direct.body.id && !!m.message))).toBe(false);
+    await again.end();
   });
 
   it('answers a retry receipt with the message encrypted again, kept for redelivery', { timeout: 60_000 }, async () => {
