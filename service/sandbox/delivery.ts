@@ -14,9 +14,12 @@
  *   WhatsApp's server stores and redelivers the sender's ciphertext (a stanza the client read but did not
  *   acknowledge before a crash decrypts after its restart, instead of arriving encrypted again further along the
  *   chain);
- * - the pump: rows go out in queue order (so the companion meets a session's chain in order), the session state is
- *   committed *before* any ciphertext made from it is written, and a row is deleted only when the client's
- *   `<receipt>` (or a terminal `<ack error>`) for it arrives — a crash means redelivery, never loss;
+ * - the pump: rows go out in queue order (so the companion meets a session's chain in order), at most
+ *   {@link DELIVERY_WINDOW} unanswered at a time (the server's flow control: a client handles offline stanzas in a
+ *   queue of their own, which live ones would otherwise overtake by thousands), the session state is committed
+ *   *before* any ciphertext made from it is written, and a row is deleted only when the client's `<receipt>` (or a
+ *   terminal `<ack error>`) for it arrives — a crash means redelivery, never loss; a returning companion's
+ *   `<ib><offline count>` follows once every row queued at its login was sent;
  * - retry receipts: the phone (the sender) re-encrypts — with a new session when the receipt carries `<keys>` or its
  *   registration id is not the session's — and the server queues that new ciphertext at the end of the companion's
  *   queue in place of the old; prekey-low notifications, device-list change notifications and unlinking companions.
@@ -51,6 +54,16 @@ export interface Sealed {
 }
 
 const PUMP_BATCH = 64;
+/**
+ * Most stanzas a companion may have been sent and not yet answered (receipt or ack): the server's flow control. A
+ * client reads its queue in order but handles `offline` stanzas in a queue of their own, behind which newer ones
+ * (live) are handled at once (Baileys' offline-node processor); without a bound a live message could overtake
+ * thousands of queued ones from the same sender and meet its Signal chain more than 2,000 messages ahead
+ * (libsignal's limit). Baileys asks for offline batches of 100 (`<ib><offline_batch count="100"/>`).
+ */
+const DELIVERY_WINDOW = 500;
+/** An unanswered stanza stops holding a place in the window after this long (a client that never answers it). */
+const UNANSWERED_MS = 30_000;
 const MAX_ATTEMPTS = 5;
 /** Baileys uploads more prekeys when a notification reports fewer than this (`MIN_PREKEY_COUNT`). */
 const PREKEY_LOW = 5;
@@ -64,6 +77,12 @@ interface Link {
   /** Rows with seq ≤ this existed at login and are sent with `offline="1"`. */
   offlineUpTo: number;
   offlineSent: number;
+  /** `<ib><offline count>` is owed once every row ≤ offlineUpTo was sent (a returning companion's login). */
+  markerDue: boolean;
+  /** Stanzas sent on this connection and not answered yet: message id → when sent (ms). */
+  inFlight: Map<string, number>;
+  /** Set while the window is full: pumps again when unanswered stanzas stop counting. */
+  stallTimer: NodeJS.Timeout | undefined;
   /** The companion's bundle is known (uploaded), so the phones can encrypt to it. */
   ready: boolean;
   pumping: Promise<void> | undefined;
@@ -90,6 +109,9 @@ export class Delivery {
       cursor: 0,
       offlineUpTo: 0,
       offlineSent: 0,
+      markerDue: false,
+      inFlight: new Map(),
+      stallTimer: undefined,
       ready: false,
       pumping: undefined,
       again: false,
@@ -105,7 +127,10 @@ export class Delivery {
   detach(conn: ClientConnection): void {
     if (conn.pn === undefined || conn.deviceId === undefined) return;
     const key = linkKey(conn.pn, conn.deviceId);
-    if (this.links.get(key)?.conn === conn) this.links.delete(key);
+    const link = this.links.get(key);
+    if (link?.conn !== conn) return;
+    clearTimeout(link.stallTimer);
+    this.links.delete(key);
   }
 
   /** Whether a companion is connected and logged in. */
@@ -119,7 +144,8 @@ export class Delivery {
   }
 
   /**
-   * After `<success>`: a returning companion gets its queue (`offline="1"`) then `<ib><offline count=N/>`;
+   * After `<success>`: a returning companion gets its queue (`offline="1"`, paced by the delivery window) then
+   * `<ib><offline count=N/>` once all of it was sent;
    * a first login (or one whose history sync is still undelivered) gets `<ib><offline count="0"/>` first,
    * so the client is in `AwaitingInitialSync` when the history arrives (otherwise it skips the app-state
    * sync and then waits 20 s for a history that already came).
@@ -140,8 +166,8 @@ export class Delivery {
     }
     link.ready = true;
     link.offlineUpTo = this.ctx.store.maxOutboxSeq();
+    link.markerDue = true;
     await this.pump(link);
-    this.sendOfflineMarker(conn, link.offlineSent);
   }
 
   /** Fault injection (admin `PUT /faults/offline-marker`): logins get no offline-delivered marker while set. */
@@ -247,7 +273,11 @@ export class Delivery {
       try {
         do {
           link.again = false;
-          await this.pumpOnce(link);
+          const drained = await this.pumpOnce(link);
+          if (link.markerDue && (drained || link.cursor >= link.offlineUpTo) && link.conn.isOnline) {
+            link.markerDue = false;
+            this.sendOfflineMarker(link.conn, link.offlineSent);
+          }
         } while (link.again && link.conn.isOnline);
       } catch (err) {
         // after a disconnect/shutdown this is expected (rows stay queued); otherwise it is a real fault
@@ -260,14 +290,21 @@ export class Delivery {
     return link.pumping;
   }
 
-  private async pumpOnce(link: Link): Promise<void> {
+  /**
+   * Send queued rows after the cursor, in order, while the delivery window has room.
+   * @returns true when nothing after the cursor was left (false: the window is full, or the connection is gone).
+   */
+  private async pumpOnce(link: Link): Promise<boolean> {
     const { store } = this.ctx;
     for (;;) {
-      if (!link.conn.isOnline) return;
-      const rows = store.listOutbox(link.pn, link.deviceId, link.cursor, PUMP_BATCH);
-      if (!rows.length) return;
+      if (!link.conn.isOnline) return false;
+      const room = this.windowRoom(link);
+      if (room <= 0) return false;
+      const limit = Math.min(PUMP_BATCH, room);
+      const rows = store.listOutbox(link.pn, link.deviceId, link.cursor, limit);
+      if (!rows.length) return true;
       const device = store.getDevice(link.pn, link.deviceId);
-      if (!device) return;
+      if (!device) return false;
       const stanzas: BinaryNode[] = [];
       for (const row of rows) {
         link.cursor = row.seq;
@@ -279,11 +316,49 @@ export class Delivery {
       }
       // the phones' session state must be durable before any ciphertext derived from it leaves
       await store.commit();
-      for (const s of stanzas) link.conn.send(s);
+      if (!link.conn.isOnline) return false;
+      const now = Date.now();
+      for (const s of stanzas) {
+        link.conn.send(s);
+        link.inFlight.set(s.attrs.id!, now);
+      }
       link.conn.log.debug({ count: stanzas.length }, 'delivered queued stanzas');
       // A short batch drained the outbox; rows committed since then kicked `again` (see pump).
-      if (rows.length < PUMP_BATCH) return;
+      if (rows.length < limit) return true;
     }
+  }
+
+  /**
+   * Free places in a companion's delivery window. When it is full, stanzas unanswered for {@link UNANSWERED_MS}
+   * stop counting, and a timer pumps again once the oldest would.
+   */
+  private windowRoom(link: Link): number {
+    if (link.inFlight.size < DELIVERY_WINDOW) return DELIVERY_WINDOW - link.inFlight.size;
+    const now = Date.now();
+    let oldest = now;
+    for (const [id, sentAt] of link.inFlight) {
+      if (now - sentAt >= UNANSWERED_MS) link.inFlight.delete(id);
+      else oldest = Math.min(oldest, sentAt);
+    }
+    const room = DELIVERY_WINDOW - link.inFlight.size;
+    if (room <= 0 && !link.stallTimer) {
+      link.stallTimer = setTimeout(() => {
+        link.stallTimer = undefined;
+        void this.pump(link);
+      }, oldest + UNANSWERED_MS - now + 10);
+      link.stallTimer.unref();
+    }
+    return room;
+  }
+
+  /**
+   * The companion answered stanzas (receipt or ack): their places in the window are free again. The pump is woken
+   * once a batch fits (rows queued meanwhile woke it already when there was room).
+   */
+  private answered(link: Link, ids: string[]): void {
+    let freed = false;
+    for (const id of ids) freed = link.inFlight.delete(id) || freed;
+    if (freed && link.ready && link.inFlight.size <= DELIVERY_WINDOW - PUMP_BATCH) void this.pump(link);
   }
 
   /**
@@ -385,8 +460,11 @@ export class Delivery {
       return;
     }
     if (!ids.length) return;
+    // Not waited for: a deletion lost in a crash only means a redelivery, which the client recognises. (Waiting
+    // would hold every later stanza of the connection for an fsync, and with them the delivery window.)
     this.ctx.store.deleteOutbox(link.pn, link.deviceId, ids);
-    await this.ctx.store.commit();
+    this.ctx.store.commit().catch((err: unknown) => link.conn.log.error({ err }, 'could not record delivered rows'));
+    this.answered(link, ids);
   }
 
   /**
@@ -403,6 +481,7 @@ export class Delivery {
   private async onRetry(link: Link, node: BinaryNode, msgId: string | undefined): Promise<void> {
     const { store, accounts, phones } = this.ctx;
     const row = msgId ? store.getOutboxByMsgId(link.pn, link.deviceId, msgId) : undefined;
+    if (msgId) this.answered(link, [msgId]); // its new ciphertext is queued (and counted) afresh
     if (!row) return;
     const retryCount = Number(getBinaryNodeChild(node, 'retry')?.attrs.count ?? '1') || 1;
     link.conn.log.info({ msgId, retryCount }, 'retry receipt');
@@ -477,9 +556,12 @@ export class Delivery {
       // a queued notification is done once the client acknowledged it
       this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
       await this.ctx.store.commit();
+      this.answered(link, [id]);
       return;
     }
-    if (!link || node.attrs.class !== 'message' || !error || !id) return;
+    if (!link || node.attrs.class !== 'message' || !id) return;
+    this.answered(link, [id]); // handled by the client, whatever it says
+    if (!error) return;
     const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
     if (!row) return;
     conn.log.warn({ msgId: id, error }, 'companion rejected a delivered message');
