@@ -3,8 +3,10 @@
  * (1:1, or the sender-key distribution of a group message) is encrypted for each companion once, at send, and a
  * stanza delivered but not acknowledged arrives again unchanged — also after a sandbox restart, and for a row an
  * older sandbox queued without ciphertext (sealed at its first delivery, then kept). A retry receipt is answered
- * with the message encrypted again. Real parts: the unmodified Baileys rc14 client, the sandbox on 127.0.0.1 with
- * a temp data dir, its SQLite file read directly.
+ * with the message encrypted again (a group message with a new skmsg). Delivery is paced, so a contact's live
+ * messages cannot overtake its queued ones in the client (which handles offline stanzas in a queue of their own)
+ * by more than a Signal chain may skip. Real parts: the unmodified Baileys rc14 client, the sandbox on 127.0.0.1
+ * with a temp data dir, its SQLite file read directly.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -228,6 +230,46 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
     const upserts = again.events.filter((e) => e.name === 'messages.upsert').map((e) => e.data as BaileysEventMap['messages.upsert']);
     expect(upserts.some((u) => u.messages.some((m) => m.key.id === direct.body.id && !!m.message))).toBe(false);
     await again.end();
+  });
+
+  it("delivers a contact's live messages behind its queued ones: none meets the chain over 2,000 messages ahead", { timeout: 120_000 }, async () => {
+    // While the client is away, Alice sends twice as many as libsignal lets a chain skip (2,000 messages).
+    const BACKLOG = 4_000;
+    const queuedIds = new Array<string>(BACKLOG);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < BACKLOG) {
+          const i = next++;
+          const sent = await api<{ id: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/messages`, { to: `+${PHONE}`, text: `queued ${i}` });
+          expect(sent.status).toBe(201);
+          queuedIds[i] = sent.body.id;
+        }
+      }),
+    );
+    // The client comes back; while the queue is being delivered, Alice goes on sending.
+    const client = await connect();
+    const done = new Set<string>();
+    const stubs: string[] = [];
+    client.sock.ev.on('messages.upsert', (u) => {
+      for (const m of u.messages) {
+        if (m.message) done.add(m.key.id!);
+        else if (m.messageStubType === 2) stubs.push(m.key.id!); // CIPHERTEXT: could not decrypt
+      }
+    });
+    const live = new Promise<string[]>((resolve) => {
+      client.sock.ws.once('CB:message', () => {
+        const sends = Array.from({ length: 5 }, (_, i) =>
+          api<{ id: string }>(sandbox.url, 'POST', `/accounts/${ALICE}/messages`, { to: `+${PHONE}`, text: `live ${i}` }),
+        );
+        void Promise.all(sends).then((r) => resolve(r.map((x) => x.body.id)));
+      });
+    });
+    const liveIds = await live;
+    const all = [...queuedIds, ...liveIds];
+    await poll(`all ${all.length} decrypted (${done.size} so far)`, () => (all.every((id) => done.has(id)) ? true : undefined), 90_000);
+    expect(stubs.filter((id) => all.includes(id))).toEqual([]);
+    await client.end();
   });
 
   it('answers a retry receipt with the message encrypted again, kept for redelivery', { timeout: 60_000 }, async () => {
