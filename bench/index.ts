@@ -31,6 +31,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   groups: () => import('./groups.ts'),
   search: () => import('./search.ts'),
   writers: () => import('./writers.ts'),
+  retries: () => import('./retries.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

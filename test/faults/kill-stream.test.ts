@@ -3,9 +3,11 @@
  * The sandbox runs as its own process and keeps every message in its outbox until the client's receipt for it
  * arrives; like WhatsApp, it stores the sender's ciphertext once and redelivers the same bytes, so a stanza the
  * service read but did not acknowledge before a kill decrypts (or is recognised as already stored) after the
- * restart instead of being encrypted again further along the Signal chain. Afterwards: every message the sandbox
- * accepted (201) is stored exactly once, none is left `undecryptable`, and the sandbox's queue for the device is
- * empty — with no restart beyond the three that followed the kills.
+ * restart instead of being encrypted again further along the Signal chain; and it paces delivery by the client's
+ * answers, so the stream's live messages cannot overtake the queued ones by more than a chain may skip. Afterwards:
+ * every message the sandbox accepted (201) is stored exactly once, none is left `undecryptable`, and the sandbox's
+ * queue for the device is empty — with no restart beyond the three that followed the kills. Each kill comes once the
+ * restarted service stored a third of the queue it found.
  */
 import path from 'node:path';
 import Database from 'better-sqlite3';
