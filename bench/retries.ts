@@ -29,7 +29,14 @@ export async function run(args: string[]): Promise<BenchResult> {
       `SELECT sum(kind <> 'undecryptable' AND text LIKE ?) AS real, sum(kind = 'undecryptable') AS waiting
        FROM messages WHERE connection_id = ? AND chat_id = ?`,
     );
-    const rows: Array<{ kind: string; messages: number; seconds: number; perSec: number; maxWaiting: number; serviceCpu: number }> = [];
+    const rows: Array<{
+      kind: string;
+      messages: number;
+      seconds: number;
+      perSec: number;
+      maxWaiting: number;
+      serviceCpu: number;
+    }> = [];
     const loadBefore = (await import('node:os')).loadavg()[0]!;
     for (let r = 0; r < rounds * 2; r++) {
       const undecryptable = r % 2 === 1;
@@ -70,7 +77,10 @@ export async function run(args: string[]): Promise<BenchResult> {
     const loadAfter = (await import('node:os')).loadavg()[0]!;
     /** Median seconds of a kind's rounds (the mean of the middle two for an even count), and its rate. */
     const median = (kind: string) => {
-      const xs = rows.filter((x) => x.kind === kind).map((x) => x.seconds).sort((a, b) => a - b);
+      const xs = rows
+        .filter((x) => x.kind === kind)
+        .map((x) => x.seconds)
+        .sort((a, b) => a - b);
       const mid = xs.length / 2;
       const seconds = xs.length % 2 ? xs[Math.floor(mid)]! : (xs[mid - 1]! + xs[mid]!) / 2;
       return `${round(seconds)} s (${round(messages / seconds, 1)} msg/s)`;
@@ -80,7 +90,9 @@ export async function run(args: string[]): Promise<BenchResult> {
       '',
       '| round | messages | first send → all stored as text | msg/s | most placeholders at once | service CPU (% of a core) |',
       '|---|---:|---:|---:|---:|---:|',
-      ...rows.map((x) => `| ${x.kind} | ${x.messages} | **${x.seconds} s** | ${x.perSec} | ${x.maxWaiting} | ${x.serviceCpu} |`),
+      ...rows.map(
+        (x) => `| ${x.kind} | ${x.messages} | **${x.seconds} s** | ${x.perSec} | ${x.maxWaiting} | ${x.serviceCpu} |`,
+      ),
       '',
       `Median: undecryptable ${median('undecryptable first')}, control ${median('ordinary (control)')}. ` +
         `Load average ${round(loadBefore, 1)} → ${round(loadAfter, 1)}.`,

@@ -170,7 +170,9 @@ export class Phones {
    */
   dropSession(senderPn: string, companionLid: string, deviceId: number): Promise<void> {
     const addr = companionAddress(companionLid, deviceId);
-    return this.mutex.run(`${senderPn}|${addr.toString()}`, async () => this.store.deleteSession(senderPn, addr.toString()));
+    return this.mutex.run(`${senderPn}|${addr.toString()}`, async () =>
+      this.store.deleteSession(senderPn, addr.toString()),
+    );
   }
 
   /** Replace `senderPn`'s session with a companion by a fresh outgoing one built from `bundle` (retry receipts). */
