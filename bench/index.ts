@@ -32,6 +32,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   search: () => import('./search.ts'),
   writers: () => import('./writers.ts'),
   fairness: () => import('./fairness.ts'),
+  retries: () => import('./retries.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

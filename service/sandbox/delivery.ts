@@ -8,11 +8,21 @@
  * - the login tail: first login waits for the prekey upload, then queues the phone's app-state key share and the
  *   inline history sync;
  *   re-logins flush the queue with `offline="1"` before `<ib><offline count/>`;
- * - the pump: rows are encrypted at delivery time from the sender's phone (pkmsg first, msg after),
- *   the session state is committed *before* the ciphertext is written, and a row is deleted only when the
- *   client's `<receipt>` (or a terminal `<ack error>`) for it arrives — a crash means redelivery, never loss;
- * - retry receipts (re-key from the receipt's `<keys>` and re-encrypt), prekey-low notifications,
- *   device-list change notifications and unlinking companions.
+ * - sealing: a phone's message is encrypted for each companion once — at send ({@link Delivery.seal}), or at the
+ *   first delivery of a row queued without it (history, key shares, rows of an older sandbox) — and the ciphertext
+ *   is stored on the outbox row with the session state that made it; every redelivery sends those bytes, as
+ *   WhatsApp's server stores and redelivers the sender's ciphertext (a stanza the client read but did not
+ *   acknowledge before a crash decrypts after its restart, instead of arriving encrypted again further along the
+ *   chain);
+ * - the pump: rows go out in queue order (so the companion meets a session's chain in order), at most
+ *   {@link DELIVERY_WINDOW} unanswered at a time (the server's flow control: a client handles offline stanzas in a
+ *   queue of their own, which live ones would otherwise overtake by thousands), the session state is committed
+ *   *before* any ciphertext made from it is written, and a row is deleted only when the client's `<receipt>` (or a
+ *   terminal `<ack error>`) for it arrives — a crash means redelivery, never loss; a returning companion's
+ *   `<ib><offline count>` follows once every row queued at its login was sent;
+ * - retry receipts: the phone (the sender) re-encrypts — with a new session when the receipt carries `<keys>` or its
+ *   registration id is not the session's — and the server queues that new ciphertext at the end of the companion's
+ *   queue in place of the old; prekey-low notifications, device-list change notifications and unlinking companions.
  */
 import {
   decodeBinaryNode,
@@ -27,7 +37,7 @@ import { buildHistorySyncMessages } from './history.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, DeviceRow, NewOutbox, OutboxRow } from './store.ts';
-import { companionAddress } from './signal-device.ts';
+import { companionAddress, type EncType } from './signal-device.ts';
 import { lidJid, pnJid } from './phone-number.ts';
 import { randomBytes } from 'node:crypto';
 
@@ -37,7 +47,23 @@ export const GARBLE_ATTR = 'sandbox:garble';
 /** Outbox attribute of a phone's group row: `'1'` = deliver only the skmsg (the device has the sender key). */
 export const SKIP_PAIRWISE_ATTR = 'x-skip-pairwise';
 
+/** A phone's message encrypted for one companion: the `<enc>` type and bytes, made once and stored on its row. */
+export interface Sealed {
+  encType: EncType;
+  ciphertext: Buffer;
+}
+
 const PUMP_BATCH = 64;
+/**
+ * Most stanzas a companion may have been sent and not yet answered (receipt or ack): the server's flow control. A
+ * client reads its queue in order but handles `offline` stanzas in a queue of their own, behind which newer ones
+ * (live) are handled at once (Baileys' offline-node processor); without a bound a live message could overtake
+ * thousands of queued ones from the same sender and meet its Signal chain more than 2,000 messages ahead
+ * (libsignal's limit). Baileys asks for offline batches of 100 (`<ib><offline_batch count="100"/>`).
+ */
+const DELIVERY_WINDOW = 500;
+/** An unanswered stanza stops holding a place in the window after this long (a client that never answers it). */
+const UNANSWERED_MS = 30_000;
 const MAX_ATTEMPTS = 5;
 /** Baileys uploads more prekeys when a notification reports fewer than this (`MIN_PREKEY_COUNT`). */
 const PREKEY_LOW = 5;
@@ -51,6 +77,12 @@ interface Link {
   /** Rows with seq ≤ this existed at login and are sent with `offline="1"`. */
   offlineUpTo: number;
   offlineSent: number;
+  /** `<ib><offline count>` is owed once every row ≤ offlineUpTo was sent (a returning companion's login). */
+  markerDue: boolean;
+  /** Stanzas sent on this connection and not answered yet: message id → when sent (ms). */
+  inFlight: Map<string, number>;
+  /** Set while the window is full: pumps again when unanswered stanzas stop counting. */
+  stallTimer: NodeJS.Timeout | undefined;
   /** The companion's bundle is known (uploaded), so the phones can encrypt to it. */
   ready: boolean;
   pumping: Promise<void> | undefined;
@@ -77,6 +109,9 @@ export class Delivery {
       cursor: 0,
       offlineUpTo: 0,
       offlineSent: 0,
+      markerDue: false,
+      inFlight: new Map(),
+      stallTimer: undefined,
       ready: false,
       pumping: undefined,
       again: false,
@@ -92,7 +127,10 @@ export class Delivery {
   detach(conn: ClientConnection): void {
     if (conn.pn === undefined || conn.deviceId === undefined) return;
     const key = linkKey(conn.pn, conn.deviceId);
-    if (this.links.get(key)?.conn === conn) this.links.delete(key);
+    const link = this.links.get(key);
+    if (link?.conn !== conn) return;
+    clearTimeout(link.stallTimer);
+    this.links.delete(key);
   }
 
   /** Whether a companion is connected and logged in. */
@@ -106,7 +144,8 @@ export class Delivery {
   }
 
   /**
-   * After `<success>`: a returning companion gets its queue (`offline="1"`) then `<ib><offline count=N/>`;
+   * After `<success>`: a returning companion gets its queue (`offline="1"`, paced by the delivery window) then
+   * `<ib><offline count=N/>` once all of it was sent;
    * a first login (or one whose history sync is still undelivered) gets `<ib><offline count="0"/>` first,
    * so the client is in `AwaitingInitialSync` when the history arrives (otherwise it skips the app-state
    * sync and then waits 20 s for a history that already came).
@@ -127,8 +166,8 @@ export class Delivery {
     }
     link.ready = true;
     link.offlineUpTo = this.ctx.store.maxOutboxSeq();
+    link.markerDue = true;
     await this.pump(link);
-    this.sendOfflineMarker(conn, link.offlineSent);
   }
 
   /** Fault injection (admin `PUT /faults/offline-marker`): logins get no offline-delivered marker while set. */
@@ -234,7 +273,11 @@ export class Delivery {
       try {
         do {
           link.again = false;
-          await this.pumpOnce(link);
+          const drained = await this.pumpOnce(link);
+          if (link.markerDue && (drained || link.cursor >= link.offlineUpTo) && link.conn.isOnline) {
+            link.markerDue = false;
+            this.sendOfflineMarker(link.conn, link.offlineSent);
+          }
         } while (link.again && link.conn.isOnline);
       } catch (err) {
         // after a disconnect/shutdown this is expected (rows stay queued); otherwise it is a real fault
@@ -247,41 +290,111 @@ export class Delivery {
     return link.pumping;
   }
 
-  private async pumpOnce(link: Link): Promise<void> {
+  /**
+   * Send queued rows after the cursor, in order, while the delivery window has room.
+   * @returns true when nothing after the cursor was left (false: the window is full, or the connection is gone).
+   */
+  private async pumpOnce(link: Link): Promise<boolean> {
     const { store } = this.ctx;
     for (;;) {
-      if (!link.conn.isOnline) return;
-      const rows = store.listOutbox(link.pn, link.deviceId, link.cursor, PUMP_BATCH);
-      if (!rows.length) return;
+      if (!link.conn.isOnline) return false;
+      const room = this.windowRoom(link);
+      if (room <= 0) return false;
+      const limit = Math.min(PUMP_BATCH, room);
+      const rows = store.listOutbox(link.pn, link.deviceId, link.cursor, limit);
+      if (!rows.length) return true;
       const device = store.getDevice(link.pn, link.deviceId);
-      if (!device) return;
+      if (!device) return false;
       const stanzas: BinaryNode[] = [];
       for (const row of rows) {
         link.cursor = row.seq;
         const offline = row.seq <= link.offlineUpTo;
-        const stanza = await this.buildStanza(link, device, row, offline, undefined);
+        const stanza = await this.buildStanza(link, device, row, offline);
         if (!stanza) continue;
         stanzas.push(stanza);
         if (offline) link.offlineSent++;
       }
       // the phones' session state must be durable before any ciphertext derived from it leaves
       await store.commit();
-      for (const s of stanzas) link.conn.send(s);
+      if (!link.conn.isOnline) return false;
+      const now = Date.now();
+      for (const s of stanzas) {
+        link.conn.send(s);
+        link.inFlight.set(s.attrs.id!, now);
+      }
       link.conn.log.debug({ count: stanzas.length }, 'delivered queued stanzas');
       // A short batch drained the outbox; rows committed since then kicked `again` (see pump).
-      if (rows.length < PUMP_BATCH) return;
+      if (rows.length < limit) return true;
     }
   }
 
-  /** Encrypt one outbox row into its `<message>` stanza; undeliverable rows are dropped (logged). */
-  private async buildStanza(
-    link: Link,
-    device: DeviceRow,
-    row: OutboxRow,
-    offline: boolean,
-    retryCount: number | undefined,
-  ): Promise<BinaryNode | undefined> {
-    const { store, phones, accounts } = this.ctx;
+  /**
+   * Free places in a companion's delivery window. When it is full, stanzas unanswered for {@link UNANSWERED_MS}
+   * stop counting, and a timer pumps again once the oldest would.
+   */
+  private windowRoom(link: Link): number {
+    if (link.inFlight.size < DELIVERY_WINDOW) return DELIVERY_WINDOW - link.inFlight.size;
+    const now = Date.now();
+    let oldest = now;
+    for (const [id, sentAt] of link.inFlight) {
+      if (now - sentAt >= UNANSWERED_MS) link.inFlight.delete(id);
+      else oldest = Math.min(oldest, sentAt);
+    }
+    const room = DELIVERY_WINDOW - link.inFlight.size;
+    if (room <= 0 && !link.stallTimer) {
+      link.stallTimer = setTimeout(() => {
+        link.stallTimer = undefined;
+        void this.pump(link);
+      }, oldest + UNANSWERED_MS - now + 10);
+      link.stallTimer.unref();
+    }
+    return room;
+  }
+
+  /**
+   * The companion answered stanzas (receipt or ack): their places in the window are free again. The pump is woken
+   * once a batch fits (rows queued meanwhile woke it already when there was room).
+   */
+  private answered(link: Link, ids: string[]): void {
+    let freed = false;
+    for (const id of ids) freed = link.inFlight.delete(id) || freed;
+    if (freed && link.ready && link.inFlight.size <= DELIVERY_WINDOW - PUMP_BATCH) void this.pump(link);
+  }
+
+  /**
+   * Encrypt a phone's message for one of its recipient's companions, once: the caller stores the result on the
+   * outbox row (in the transaction that commits the session state it came from), and every delivery of the row
+   * sends it as it is. `garble` (admin `undecryptable: true`) seals random bytes instead; the companion's retry
+   * receipt then gets the real message. Session updates are queued (durable with the next `store.commit()`).
+   * @param plaintext the encoded `proto.Message`, unpadded.
+   * @returns undefined when the phone cannot encrypt to the device (logged); the row is then sealed at its first
+   *   delivery, or dropped there.
+   */
+  async seal(senderPn: string, device: DeviceRow, plaintext: Buffer, garble = false): Promise<Sealed | undefined> {
+    if (garble) return { encType: 'msg', ciphertext: randomBytes(64) };
+    const companionLid = this.ctx.accounts.get(device.pn)?.lid;
+    if (!companionLid) return undefined;
+    try {
+      const { type, ciphertext } = await this.ctx.phones.encryptToCompanion(
+        senderPn,
+        device,
+        companionLid,
+        writeRandomPadMax16(plaintext),
+      );
+      return { encType: type, ciphertext };
+    } catch (err) {
+      this.ctx.logger.warn({ err, pn: device.pn, deviceId: device.deviceId }, 'phone could not encrypt to a companion');
+      return undefined;
+    }
+  }
+
+  /**
+   * One outbox row as its `<message>` (or `<notification>`) stanza: the stored ciphertext as it is; a phone's row
+   * queued without one is sealed now and the result stored on the row (durable with the pump's commit, before the
+   * stanza leaves). Undeliverable rows are dropped (logged).
+   */
+  private async buildStanza(link: Link, device: DeviceRow, row: OutboxRow, offline: boolean): Promise<BinaryNode | undefined> {
+    const { store } = this.ctx;
     if (row.kind === 'notification') {
       try {
         const attrs: Record<string, string> = { ...row.attrs, id: row.msgId, ...(offline ? { offline: '1' } : {}) };
@@ -292,22 +405,19 @@ export class Delivery {
         return undefined;
       }
     }
-    // a group row's 1:1 part (the SKDM) is left out on first delivery when the device already has the key
-    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1' && retryCount === undefined;
+    // a group row's 1:1 part (the SKDM) is left out when the device already has the key (a retry's row has it)
+    const skipPairwise = row.attrs[SKIP_PAIRWISE_ATTR] === '1';
     const parts: Array<{ type: string; ciphertext: Buffer }> = [];
     try {
-      if (row.attrs[GARBLE_ATTR] === '1' && retryCount === undefined) {
-        // Fault injection (admin `undecryptable: true`): the first delivery cannot be decrypted; the companion's
-        // retry receipt gets the real message (below), as when a phone's session was out of step.
-        parts.push({ type: 'msg', ciphertext: randomBytes(64) });
-      } else if (row.ciphertext && row.encType) {
+      if (row.ciphertext && row.encType) {
         parts.push({ type: row.encType, ciphertext: row.ciphertext });
       } else if (row.plaintext && row.senderPn && !skipPairwise) {
-        const companionLid = accounts.get(link.pn)?.lid;
-        if (!companionLid) throw new Error(`no account ${link.pn}`);
-        parts.push(
-          await phones.encryptToCompanion(row.senderPn, device, companionLid, writeRandomPadMax16(row.plaintext)),
-        );
+        // Fault injection (admin `undecryptable: true`) seals random bytes: the companion's retry receipt gets the
+        // real message (onRetry), as when a phone's session was out of step.
+        const sealed = await this.seal(row.senderPn, device, row.plaintext, row.attrs[GARBLE_ATTR] === '1');
+        if (!sealed) throw new Error('the phone cannot encrypt to this device');
+        store.setOutboxCiphertext(row.seq, sealed.encType, sealed.ciphertext);
+        parts.push({ type: sealed.encType, ciphertext: sealed.ciphertext });
       }
       // the skmsg comes after the SKDM: the client processes <enc> nodes in order
       if (row.skCiphertext) parts.push({ type: 'skmsg', ciphertext: row.skCiphertext });
@@ -327,7 +437,6 @@ export class Delivery {
     }
     attrs.id = row.msgId;
     if (offline) attrs.offline = '1';
-    if (retryCount !== undefined) encAttrs.count = String(retryCount);
     return {
       tag: 'message',
       attrs,
@@ -351,65 +460,93 @@ export class Delivery {
       return;
     }
     if (!ids.length) return;
+    // Not waited for: a deletion lost in a crash only means a redelivery, which the client recognises. (Waiting
+    // would hold every later stanza of the connection for an fsync, and with them the delivery window.)
     this.ctx.store.deleteOutbox(link.pn, link.deviceId, ids);
-    await this.ctx.store.commit();
+    this.ctx.store.commit().catch((err: unknown) => link.conn.log.error({ err }, 'could not record delivered rows'));
+    this.answered(link, ids);
   }
 
   /**
-   * Retry receipt (the client could not decrypt): re-key from `<keys>` if present, re-encrypt and resend.
-   * Gives up after {@link MAX_ATTEMPTS}. Relayed ciphertext cannot be re-encrypted and is dropped.
+   * Retry receipt (the client could not decrypt), answered as WhatsApp's server and the sender's phone do: the phone
+   * re-encrypts the message — from a new session when the receipt carries `<keys>` (built from them), or when its
+   * `<registration>` is not the registration id of the phone's session (built from the device's bundle on the server,
+   * as a sender fetches it) — and the server queues that ciphertext, with `count` on its `<enc>`, at the end of the
+   * device's queue in place of the row (so the chain still arrives in order; it is the bytes redelivered from then on).
+   * A group message is encrypted again with the sender's current sender key (new skmsg, and its distribution message
+   * as the 1:1 part), as a sender re-sends it.
+   * Gives up (drops the row) after {@link MAX_ATTEMPTS} attempts — each retry is followed by an `<ack error="500">`,
+   * which counts it (onAck). Relayed ciphertext cannot be re-encrypted here and is dropped.
    */
   private async onRetry(link: Link, node: BinaryNode, msgId: string | undefined): Promise<void> {
     const { store, accounts, phones } = this.ctx;
     const row = msgId ? store.getOutboxByMsgId(link.pn, link.deviceId, msgId) : undefined;
+    if (msgId) this.answered(link, [msgId]); // its new ciphertext is queued (and counted) afresh
     if (!row) return;
     const retryCount = Number(getBinaryNodeChild(node, 'retry')?.attrs.count ?? '1') || 1;
     link.conn.log.info({ msgId, retryCount }, 'retry receipt');
-    if (row.attempts + 1 >= MAX_ATTEMPTS || !row.plaintext || !row.senderPn) {
+    const device = store.getDevice(link.pn, link.deviceId);
+    const companionLid = accounts.get(link.pn)?.lid;
+    if (row.attempts >= MAX_ATTEMPTS || !row.plaintext || !row.senderPn || !device || !companionLid) {
       store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
       await store.commit();
       return;
     }
-    store.bumpOutboxAttempts(row.seq);
+    const buf = (n: BinaryNode | undefined, tag: string): Buffer | undefined => {
+      const c = getBinaryNodeChild(n, tag)?.content;
+      return c instanceof Uint8Array ? Buffer.from(c) : undefined;
+    };
+    const reg = buf(node, 'registration');
+    const registrationId = reg?.length === 4 ? reg.readUInt32BE(0) : undefined;
     const keys = getBinaryNodeChild(node, 'keys');
-    const companionLid = accounts.get(link.pn)?.lid;
-    if (keys && companionLid) {
-      const buf = (n: BinaryNode | undefined, tag: string): Buffer | undefined => {
-        const c = getBinaryNodeChild(n, tag)?.content;
-        return c instanceof Uint8Array ? Buffer.from(c) : undefined;
-      };
-      const reg = buf(node, 'registration');
-      const identity = buf(keys, 'identity');
-      const skey = getBinaryNodeChild(keys, 'skey');
-      const skeyId = buf(skey, 'id');
-      const skeyPub = buf(skey, 'value');
-      const skeySig = buf(skey, 'signature');
-      const key = getBinaryNodeChild(keys, 'key');
-      const keyId = buf(key, 'id');
-      const keyPub = buf(key, 'value');
-      if (reg?.length === 4 && identity?.length === 32 && skeyId && skeyPub?.length === 32 && skeySig?.length === 64) {
-        await phones.resetSession(row.senderPn, companionLid, link.deviceId, {
-          registrationId: reg.readUInt32BE(0),
-          identityPub: identity,
-          signedPreKeyId: skeyId.readUIntBE(0, skeyId.length),
-          signedPreKeyPub: skeyPub,
-          signedPreKeySig: skeySig,
-          preKey:
-            keyId && keyPub?.length === 32 ? { keyId: keyId.readUIntBE(0, keyId.length), pub: keyPub } : undefined,
-        });
-      }
+    const identity = buf(keys, 'identity');
+    const skey = getBinaryNodeChild(keys, 'skey');
+    const skeyId = buf(skey, 'id');
+    const skeyPub = buf(skey, 'value');
+    const skeySig = buf(skey, 'signature');
+    const key = getBinaryNodeChild(keys, 'key');
+    const keyId = buf(key, 'id');
+    const keyPub = buf(key, 'value');
+    if (registrationId !== undefined && identity?.length === 32 && skeyId && skeyPub?.length === 32 && skeySig?.length === 64) {
+      await phones.resetSession(row.senderPn, companionLid, link.deviceId, {
+        registrationId,
+        identityPub: identity,
+        signedPreKeyId: skeyId.readUIntBE(0, skeyId.length),
+        signedPreKeyPub: skeyPub,
+        signedPreKeySig: skeySig,
+        preKey: keyId && keyPub?.length === 32 ? { keyId: keyId.readUIntBE(0, keyId.length), pub: keyPub } : undefined,
+      });
+    } else if (
+      registrationId !== undefined &&
+      (await phones.sessionRegistrationId(row.senderPn, companionLid, link.deviceId)) !== registrationId
+    ) {
+      // the device is not the one the session was made with (or there is none): start over from its bundle
+      await phones.dropSession(row.senderPn, companionLid, link.deviceId);
     }
-    const device = store.getDevice(link.pn, link.deviceId);
-    if (!device) return;
-    const stanza = await this.buildStanza(link, device, row, false, retryCount);
+    // a group message goes out again with the sender's current sender key: its distribution message and a new skmsg
+    const group = row.skCiphertext ? this.ctx.groups.reencryptForRetry(row.senderPn, row.attrs.from ?? '', row.msgId) : undefined;
+    const sealed = row.skCiphertext && !group ? undefined : await this.seal(row.senderPn, device, group?.skdmMessage ?? row.plaintext);
+    if (!sealed) {
+      store.deleteOutbox(link.pn, link.deviceId, [row.msgId]);
+      await store.commit();
+      return;
+    }
+    const attrs: Record<string, string> = { ...row.attrs, 'enc:count': String(retryCount) };
+    delete attrs[GARBLE_ATTR];
+    delete attrs[SKIP_PAIRWISE_ATTR]; // a group retry carries the sender key again
+    store.requeueOutbox(link.pn, link.deviceId, row.msgId, {
+      attrs,
+      ...sealed,
+      ...(group ? { plaintext: group.skdmMessage, skCiphertext: group.skmsg } : {}),
+    });
     await store.commit();
-    if (stanza) link.conn.send(stanza);
+    this.kick(link.pn, link.deviceId);
   }
 
   /**
-   * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 accompanies
-   * a retry receipt (handled there) and only counts as an attempt; any other error code is terminal.
-   * An `<ack class="notification">` removes that queued notification.
+   * An `<ack class="message" error=…>` from a companion for a stanza we delivered. Error 500 follows a retry receipt
+   * (handled there) or a message the client gave up on, and only counts as an attempt until {@link MAX_ATTEMPTS};
+   * any other error code is terminal. An `<ack class="notification">` removes that queued notification.
    */
   async onAck(conn: ClientConnection, node: BinaryNode): Promise<void> {
     const link = this.link(conn);
@@ -419,14 +556,17 @@ export class Delivery {
       // a queued notification is done once the client acknowledged it
       this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
       await this.ctx.store.commit();
+      this.answered(link, [id]);
       return;
     }
-    if (!link || node.attrs.class !== 'message' || !error || !id) return;
+    if (!link || node.attrs.class !== 'message' || !id) return;
+    this.answered(link, [id]); // handled by the client, whatever it says
+    if (!error) return;
     const row = this.ctx.store.getOutboxByMsgId(link.pn, link.deviceId, id);
     if (!row) return;
     conn.log.warn({ msgId: id, error }, 'companion rejected a delivered message');
-    if (error !== '500' || row.attempts + 1 >= MAX_ATTEMPTS) this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
-    else this.ctx.store.bumpOutboxAttempts(row.seq);
+    if (error !== '500' || row.attempts >= MAX_ATTEMPTS) this.ctx.store.deleteOutbox(link.pn, link.deviceId, [id]);
+    else this.ctx.store.bumpOutboxAttempts(link.pn, link.deviceId, id);
     await this.ctx.store.commit();
   }
 

@@ -36,7 +36,7 @@ import { formatPhoneNumber, lidJid, memberJid, pnJid } from './phone-number.ts';
 import { classify, stanzaAttrs } from './content.ts';
 import { mediaContent } from './media.ts';
 import { newMessageId } from './message-id.ts';
-import { SKIP_PAIRWISE_ATTR } from './delivery.ts';
+import { SKIP_PAIRWISE_ATTR, type Sealed } from './delivery.ts';
 import {
   SenderKeyError,
   createSenderKey,
@@ -550,6 +550,22 @@ export class Groups {
       t: String(ts),
       notify: sender.pushName,
     };
+    // The SKDM for each device that lacks this key is encrypted once, here (the skmsg is the same bytes for all):
+    // redeliveries send the same ciphertext. Who lacks it is decided again inside the transaction; a device found
+    // lacking only there gets its SKDM sealed at delivery.
+    const sealed = new Map<string, Sealed>();
+    await Promise.all(
+      members.flatMap((m) =>
+        store
+          .listDeliveryTargets(m.pn)
+          .filter((d) => d.historySent && !store.senderKeySent(sender.pn, group.id, m.pn, d.deviceId))
+          .map(async (d) => {
+            const device = store.getDevice(m.pn, d.deviceId);
+            const made = device && (await this.ctx.delivery.seal(sender.pn, device, skdmMessage));
+            if (made) sealed.set(`${m.pn}:${d.deviceId}`, made);
+          }),
+      ),
+    );
     const targets: Array<[string, number]> = [];
     store.enqueue(() => {
       store.insertGroupMessageNow(
@@ -562,16 +578,18 @@ export class Groups {
         for (const d of store.listDeliveryTargets(m.pn)) {
           if (!d.historySent) continue;
           const fresh = store.markSenderKeySentNow(sender.pn, group.id, m.pn, d.deviceId);
+          // an SKDM sealed for a device another send gave the key to meanwhile still goes along (harmless)
+          const skdm = sealed.get(`${m.pn}:${d.deviceId}`);
           rows.push({
             pn: m.pn,
             deviceId: d.deviceId,
             msgId: id,
             kind: 'message',
             senderPn: sender.pn,
-            attrs: fresh ? attrs : { ...attrs, [SKIP_PAIRWISE_ATTR]: '1' },
+            attrs: fresh || skdm ? attrs : { ...attrs, [SKIP_PAIRWISE_ATTR]: '1' },
             plaintext: skdmMessage,
-            encType: null,
-            ciphertext: null,
+            encType: skdm?.encType ?? null,
+            ciphertext: skdm?.ciphertext ?? null,
             skCiphertext: skmsg,
           });
         }
@@ -582,6 +600,29 @@ export class Groups {
     await store.commit();
     for (const [pn, deviceId] of targets) this.ctx.delivery.kick(pn, deviceId);
     return { id, timestamp: ts };
+  }
+
+  /**
+   * `senderPn`'s phone answers a companion's retry receipt for its group message `msgId` (in group `groupJid`) as a
+   * sender re-sends a group message: encrypted again with its current sender key (a new skmsg) and that key's
+   * distribution message, for the caller to seal for the device. Sender-key state is queued (durable after commit).
+   * @returns undefined when the message or the group is not known (any more).
+   */
+  reencryptForRetry(senderPn: string, groupJid: string, msgId: string): { skdmMessage: Buffer; skmsg: Buffer } | undefined {
+    const groupId = parseGroupId(groupJid);
+    const row = this.ctx.store.getMessage(senderPn, msgId);
+    if (!groupId || !row || row.groupId !== groupId || !this.ctx.store.getGroup(groupId)) return undefined;
+    const record = this.loadRecord(senderPn, groupId, '') ?? { states: [createSenderKey()] };
+    const state = record.states[record.states.length - 1]!;
+    const skdm = distributionMessage(state);
+    const skmsg = groupEncrypt(state, writeRandomPadMax16(row.message));
+    this.saveRecord(senderPn, groupId, '', record);
+    const skdmMessage = Buffer.from(
+      proto.Message.encode({
+        senderKeyDistributionMessage: { groupId: groupJid, axolotlSenderKeyDistributionMessage: skdm },
+      }).finish(),
+    );
+    return { skdmMessage, skmsg };
   }
 
   // ---- companion → group --------------------------------------------------------------------

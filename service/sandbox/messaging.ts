@@ -20,7 +20,7 @@ import {
   unpadRandomMax16,
   type BinaryNode,
 } from '@whiskeysockets/baileys';
-import { GARBLE_ATTR } from './delivery.ts';
+import { GARBLE_ATTR, type Sealed } from './delivery.ts';
 import { unixNow, type SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, NewOutbox } from './store.ts';
@@ -133,6 +133,8 @@ export class Messaging {
    * `from`'s phone sends `message` to `to`: stored (with the media plaintext, if any), queued for every
    * linked companion of `to` (and a `deviceSentMessage` copy for `from`'s own companions), committed, then
    * delivered to those online. Companions whose history sync is not queued yet get it through that sync.
+   * Each row holds the phone's ciphertext for its device, encrypted here once (`Delivery.seal`) and committed with
+   * the session state: redeliveries send the same bytes. A device linked meanwhile gets its row sealed at delivery.
    * @returns the WhatsApp message id (`3EB0…`), once the rows are durable.
    */
   async sendFromPhone(
@@ -157,6 +159,23 @@ export class Messaging {
       ? { ...baseAttrs, from: 'status@broadcast', participant: pnJid(from.pn), t: String(ts), notify: from.pushName }
       : { ...baseAttrs, from: pnJid(from.pn), t: String(ts), notify: from.pushName, sender_lid: lidJid(from.lid) };
     if (opts.undecryptableFirst) recipientAttrs[GARBLE_ATTR] = '1';
+    // Encrypt once per device, before the transaction; the device list is read again inside it (a history sync
+    // queued in between decides who gets the message through the history instead).
+    const sealed = new Map<string, Sealed>();
+    const seal = async (pn: string, plaintext: Buffer, garble: boolean): Promise<void> => {
+      const devices = store
+        .listDeliveryTargets(pn)
+        .filter((d) => d.historySent)
+        .flatMap((d) => store.getDevice(pn, d.deviceId) ?? []);
+      const made = await Promise.all(devices.map((d) => this.ctx.delivery.seal(from.pn, d, plaintext, garble)));
+      devices.forEach((d, i) => made[i] && sealed.set(`${pn}:${d.deviceId}`, made[i]));
+    };
+    await seal(to.pn, bytes, !!opts.undecryptableFirst);
+    if (from.pn !== to.pn) await seal(from.pn, dsm, false);
+    const sealedFor = (pn: string, deviceId: number) => {
+      const s = sealed.get(`${pn}:${deviceId}`);
+      return { encType: s?.encType ?? null, ciphertext: s?.ciphertext ?? null };
+    };
     store.enqueue(() => {
       store.insertMessageNow({ msgId: id, fromPn: from.pn, toPn: to.pn, ts, text, message: bytes });
       if (opts.mediaPlaintext) store.putMessageMediaNow(from.pn, id, opts.mediaPlaintext);
@@ -171,8 +190,7 @@ export class Messaging {
           senderPn: from.pn,
           attrs: recipientAttrs,
           plaintext: bytes,
-          encType: null,
-          ciphertext: null,
+          ...sealedFor(to.pn, d.deviceId),
         });
       }
       for (const d of from.pn === to.pn ? [] : store.listDeliveryTargets(from.pn)) {
@@ -185,8 +203,7 @@ export class Messaging {
           senderPn: from.pn,
           attrs: { ...baseAttrs, from: pnJid(from.pn), recipient: pnJid(to.pn), t: String(ts), notify: from.pushName },
           plaintext: dsm,
-          encType: null,
-          ciphertext: null,
+          ...sealedFor(from.pn, d.deviceId),
         });
       }
       store.insertOutboxNow(rows);

@@ -30,6 +30,11 @@ type E2ESession = Parameters<SessionBuilder['initOutgoing']>[0];
 
 const prefixed = (key: Uint8Array): Buffer => Buffer.from(generateSignalPubKey(key));
 
+/** The part of libsignal's `SessionRecord` its typings leave out: the open session and the remote's registration id. */
+interface OpenSessionView {
+  getOpenSession(): { registrationId?: number } | undefined;
+}
+
 /** libsignal address under which phones keep their session with companion `<lidUser>:<deviceId>`. */
 export function companionAddress(lidUser: string, deviceId: number): ProtocolAddress {
   return new ProtocolAddress(`${lidUser}_1`, deviceId);
@@ -144,6 +149,30 @@ export class Phones {
       const { type, body } = await new SessionCipher(storage, addr).encrypt(Buffer.from(plaintext));
       return { type: type === 3 ? 'pkmsg' : 'msg', ciphertext: Buffer.from(body, 'binary') };
     });
+  }
+
+  /**
+   * The registration id of the companion in `senderPn`'s open session with it (what a retry receipt's
+   * `<registration>` is compared with); undefined without an open session.
+   */
+  sessionRegistrationId(senderPn: string, companionLid: string, deviceId: number): Promise<number | undefined> {
+    const storage = this.storage(senderPn);
+    const addr = companionAddress(companionLid, deviceId);
+    return this.mutex.run(`${senderPn}|${addr.toString()}`, async () => {
+      const record = (await storage.loadSession(addr.toString())) as OpenSessionView | undefined;
+      return record?.getOpenSession()?.registrationId;
+    });
+  }
+
+  /**
+   * Forget `senderPn`'s session with a companion: the next {@link encryptToCompanion} opens a new one from the
+   * companion's bundle on the server (a fresh `pkmsg`). Queued (durable after `store.commit()`).
+   */
+  dropSession(senderPn: string, companionLid: string, deviceId: number): Promise<void> {
+    const addr = companionAddress(companionLid, deviceId);
+    return this.mutex.run(`${senderPn}|${addr.toString()}`, async () =>
+      this.store.deleteSession(senderPn, addr.toString()),
+    );
   }
 
   /** Replace `senderPn`'s session with a companion by a fresh outgoing one built from `bundle` (retry receipts). */

@@ -61,8 +61,12 @@ export class Signals {
     if (!ids.length) return;
     const reader = conn.pn;
     store.enqueue(() => store.insertReceiptNow(target.account.pn, reader, ids, kind, nowS()));
+    if (kind !== 'read') {
+      // a delivery receipt is only recorded: not waited for (the connection's later stanzas would wait with it)
+      store.commit().catch((err: unknown) => conn.log.error({ err }, 'could not record a delivery receipt'));
+      return;
+    }
     await store.commit();
-    if (kind !== 'read') return;
     const receipt = group ? receiptNode(group, ids, 'read', pnJid(reader)) : receiptNode(pnJid(reader), ids, 'read');
     this.ctx.delivery.sendToCompanions(target.account.pn, receipt);
   }

@@ -87,9 +87,16 @@ export interface OutboxRow {
   senderPn: string | null;
   /** Stanza attributes of the `<message>` to deliver (all strings). */
   attrs: Record<string, string>;
-  /** Encoded `proto.Message` (unpadded) to encrypt at delivery time. */
+  /**
+   * Encoded `proto.Message` (unpadded) of a phone's row: what `ciphertext` encrypts, kept to encrypt it again when
+   * the companion sends a retry receipt. For a group row, the sender-key distribution message.
+   */
   plaintext: Buffer | null;
-  /** Prebaked ciphertext relayed from another companion (`pkmsg`/`msg`). */
+  /**
+   * The bytes delivered in the row's `<enc>` (`pkmsg`/`msg`): a phone's ciphertext, made once (at send, or at the
+   * first delivery for rows queued without it) and sent as-is on every redelivery, or a companion's relayed
+   * ciphertext. Null until made.
+   */
   encType: string | null;
   ciphertext: Buffer | null;
   /** A group message's `skmsg`, sent after the 1:1 part (the SKDM), if any. */
@@ -347,6 +354,7 @@ function prepareStatements(db: Database.Database) {
       'INSERT OR REPLACE INTO signal_sessions (pn, address, record) VALUES (?, ?, ?)',
     ),
     deleteSessionsForAddress: db.prepare<[string]>('DELETE FROM signal_sessions WHERE address = ?'),
+    deleteSession: db.prepare<[string, string]>('DELETE FROM signal_sessions WHERE pn = ? AND address = ?'),
     getIdentity: db.prepare<[string, string], { identity_key: Buffer }>(
       'SELECT identity_key FROM signal_identities WHERE pn = ? AND address = ?',
     ),
@@ -431,7 +439,15 @@ function prepareStatements(db: Database.Database) {
     deleteOutbox: db.prepare<[string, number, string]>(
       'DELETE FROM outbox WHERE pn = ? AND device_id = ? AND msg_id = ?',
     ),
-    bumpOutboxAttempts: db.prepare<[number]>('UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?'),
+    bumpOutboxAttempts: db.prepare<[string, number, string]>(
+      'UPDATE outbox SET attempts = attempts + 1 WHERE pn = ? AND device_id = ? AND msg_id = ?',
+    ),
+    setOutboxCiphertext: db.prepare<[string, Buffer, number]>('UPDATE outbox SET enc_type = ?, ciphertext = ? WHERE seq = ?'),
+    requeueOutbox: db.prepare<[string, number, string, string, string | null, string, Buffer | null, string, Buffer, Buffer | null, number, number]>(
+      `INSERT INTO outbox (pn, device_id, msg_id, kind, sender_pn, attrs, plaintext, enc_type, ciphertext, sk_ciphertext,
+         attempts, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     getMessage: db.prepare<[string, string], MessageSql>(
       'SELECT seq, msg_id, from_pn, to_pn, ts, text, message, group_id FROM messages WHERE from_pn = ? AND msg_id = ?',
     ),
@@ -553,6 +569,9 @@ function prepareStatements(db: Database.Database) {
       "SELECT pn FROM sender_keys WHERE group_id = ? AND sender = ''",
     ),
     deleteSenderKeySent: db.prepare<[string]>('DELETE FROM sender_key_sent WHERE group_id = ?'),
+    getSenderKeySent: db.prepare<[string, string, string, number], { one: number }>(
+      'SELECT 1 AS one FROM sender_key_sent WHERE sender_pn = ? AND group_id = ? AND pn = ? AND device_id = ?',
+    ),
     insertSenderKeySent: db.prepare<[string, string, string, number]>(
       'INSERT OR IGNORE INTO sender_key_sent (sender_pn, group_id, pn, device_id) VALUES (?, ?, ?, ?)',
     ),
@@ -766,6 +785,12 @@ export class Store {
   storeSession(pn: string, address: string, record: string): void {
     this.sessionCache.set(sessionKey(pn, address), record);
     this.enqueue(() => this.s.putSession.run(pn, address, record));
+  }
+
+  /** Queue dropping phone `pn`'s session with `address` (gone from `loadSession` at once, durable after `commit()`). */
+  deleteSession(pn: string, address: string): void {
+    this.sessionCache.set(sessionKey(pn, address), null);
+    this.enqueue(() => this.s.deleteSession.run(pn, address));
   }
 
   /** Drop every phone's session with a remote address (e.g. a removed companion). */
@@ -1032,6 +1057,11 @@ export class Store {
     });
   }
 
+  /** Whether `senderPn`'s phone already gave its sender key of `groupId` to a companion (committed state). */
+  senderKeySent(senderPn: string, groupId: string, pn: string, deviceId: number): boolean {
+    return this.s.getSenderKeySent.get(senderPn, groupId, pn, deviceId) !== undefined;
+  }
+
   /** Record that `senderPn`'s phone gave its sender key of `groupId` to a companion; @returns whether it was new. */
   markSenderKeySentNow(senderPn: string, groupId: string, pn: string, deviceId: number): boolean {
     return this.s.insertSenderKeySent.run(senderPn, groupId, pn, deviceId).changes > 0;
@@ -1199,8 +1229,47 @@ export class Store {
     });
   }
 
-  bumpOutboxAttempts(seq: number): void {
-    this.enqueue(() => this.s.bumpOutboxAttempts.run(seq));
+  /** Queue counting one more failed delivery of a companion's row (whichever `seq` it has by then). */
+  bumpOutboxAttempts(pn: string, deviceId: number, msgId: string): void {
+    this.enqueue(() => this.s.bumpOutboxAttempts.run(pn, deviceId, msgId));
+  }
+
+  /** Queue storing the ciphertext made for a row at its first delivery (durable with the session state, at `commit()`). */
+  setOutboxCiphertext(seq: number, encType: string, ciphertext: Buffer): void {
+    this.enqueue(() => this.s.setOutboxCiphertext.run(encType, ciphertext, seq));
+  }
+
+  /**
+   * Queue replacing a row's delivery by a new one at the end of the companion's queue (a new `seq`, the same message
+   * id and attempts; plaintext and sk-ciphertext kept unless given): what a retry receipt's re-encrypted message
+   * becomes. Nothing happens when the row
+   * is gone by the time the write runs (delivered or dropped meanwhile). Durable after `commit()`.
+   */
+  requeueOutbox(
+    pn: string,
+    deviceId: number,
+    msgId: string,
+    next: { attrs: Record<string, string>; encType: string; ciphertext: Buffer; plaintext?: Buffer; skCiphertext?: Buffer },
+  ): void {
+    this.enqueue(() => {
+      const old = this.s.getOutboxByMsgId.get(pn, deviceId, msgId);
+      if (!old) return;
+      this.s.deleteOutbox.run(pn, deviceId, msgId);
+      this.s.requeueOutbox.run(
+        pn,
+        deviceId,
+        msgId,
+        old.kind,
+        old.sender_pn,
+        JSON.stringify(next.attrs),
+        next.plaintext ?? old.plaintext,
+        next.encType,
+        next.ciphertext,
+        next.skCiphertext ?? old.sk_ciphertext,
+        old.attempts,
+        nowSeconds(),
+      );
+    });
   }
 
   /** Flush queued writes and close the file. */

@@ -27,7 +27,13 @@ export interface ExternalSandboxRig {
 /**
  * @param prefix temp dir name prefix; `user` the token's user; `serveArgs` extra `serve` flags.
  */
-export async function startExternalSandboxRig(opts: { prefix: string; user: string; serveArgs?: string[] }): Promise<ExternalSandboxRig> {
+export async function startExternalSandboxRig(opts: {
+  prefix: string;
+  user: string;
+  serveArgs?: string[];
+  /** How long a `serve` may take to print its URLs (startServe's default: 30 s). */
+  serveTimeoutMs?: number;
+}): Promise<ExternalSandboxRig> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix));
   const sandbox = await startSandboxProcess(path.join(dir, 'sandbox'));
   const serviceDir = path.join(dir, 'service');
@@ -41,7 +47,11 @@ export async function startExternalSandboxRig(opts: { prefix: string; user: stri
     token,
     call,
     async serve(extraArgs = []) {
-      const s = await startServe(['--sandbox', '--wa-url', sandbox.wsUrl, ...(opts.serveArgs ?? []), ...extraArgs, '--port', '0', '--data-dir', serviceDir]);
+      const s = await startServe(
+        ['--sandbox', '--wa-url', sandbox.wsUrl, ...(opts.serveArgs ?? []), ...extraArgs, '--port', '0', '--data-dir', serviceDir],
+        {},
+        { timeoutMs: opts.serveTimeoutMs },
+      );
       services.push(s);
       return s;
     },

@@ -44,7 +44,10 @@ export async function startServe(
   const wantSandbox = args.includes('--sandbox');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const urls = await new Promise<{ api: string; sandbox?: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not print its URLs in time; stderr:\n${err}`)), opts.timeoutMs ?? 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // not left running behind the failed test
+      reject(new Error(`serve did not print its URLs in time; stderr:\n${err}`));
+    }, opts.timeoutMs ?? 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const api = /^API: (\S+)$/m.exec(out)?.[1];
@@ -78,8 +81,12 @@ export interface SandboxProcess {
   /** What `serve --wa-url` takes: `ws://127.0.0.1:PORT/ws/chat`. */
   wsUrl: string;
   child: ChildProcess;
+  /** The last 4 MiB the process wrote to stderr (its info-level log), for diagnostics and counts. */
+  stderr(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
+
+const STDERR_KEPT = 4 * 1024 * 1024;
 
 /** Starts `switchboard sandbox --port 0 --seed --data-dir DIR` and waits for its `Sandbox:` line. */
 export async function startSandboxProcess(dataDir: string): Promise<SandboxProcess> {
@@ -90,6 +97,12 @@ export async function startSandboxProcess(dataDir: string): Promise<SandboxProce
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Read stderr as it comes: the sandbox logs synchronously, and a full pipe would stop its event loop.
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+    if (err.length > STDERR_KEPT) err = err.slice(err.length - STDERR_KEPT);
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -103,6 +116,7 @@ export async function startSandboxProcess(dataDir: string): Promise<SandboxProce
     url,
     wsUrl: `${url.replace(/^http/, 'ws')}/ws/chat`,
     child,
+    stderr: () => err,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null) return child.exitCode;
       child.kill(signal);
