@@ -273,18 +273,18 @@ describe('the pace of the routes that ask WhatsApp', () => {
   it('documents the 429 of the paced routes in the OpenAPI document', async () => {
     const doc = (await api.request<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> }>('GET', '/openapi.json')).body;
     for (const [p, method] of [
-      ['/api/connections/{id}/contacts/check', 'post'],
-      ['/api/connections/{id}/groups', 'get'],
-      ['/api/connections/{id}/groups/{groupId}', 'get'],
-      ['/api/connections/{id}/groups/{groupId}/invite-code', 'get'],
-      ['/api/connections/{id}/me', 'get'],
-      ['/api/connections/{id}/contacts/{jid}/profile', 'get'],
-      ['/api/connections/{id}/blocklist', 'get'],
+      ['/connections/{id}/contacts/check', 'post'],
+      ['/connections/{id}/groups', 'get'],
+      ['/connections/{id}/groups/{groupId}', 'get'],
+      ['/connections/{id}/groups/{groupId}/invite-code', 'get'],
+      ['/connections/{id}/me', 'get'],
+      ['/connections/{id}/contacts/{jid}/profile', 'get'],
+      ['/connections/{id}/blocklist', 'get'],
     ] as const) {
       expect(doc.paths[p]?.[method]?.responses['429']?.description, `${method} ${p}`).toContain('--wa-query-pace');
     }
-    expect(doc.paths['/api/connections/{id}/chats/{chatId}/export']?.get?.responses['429']?.description).toContain('--max-exports-per-user');
-    expect(doc.paths['/api/connections/{id}']?.patch?.responses['503']?.description).toContain('locked');
+    expect(doc.paths['/connections/{id}/chats/{chatId}/export']?.get?.responses['429']?.description).toContain('--max-exports-per-user');
+    expect(doc.paths['/connections/{id}']?.patch?.responses['503']?.description).toContain('locked');
   });
 });
 
