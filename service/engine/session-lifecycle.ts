@@ -30,6 +30,7 @@
 import type { Boom } from '@hapi/boom';
 import makeWASocket, {
   Browsers,
+  DEFAULT_CONNECTION_CONFIG,
   DisconnectReason,
   jidDecode,
   jidNormalizedUser,
@@ -45,6 +46,7 @@ import type { EventLog } from '../events/log.ts';
 import { loadAuthState, type SqliteAuthState } from './auth-state.ts';
 import { baileysLogger } from './baileys-logger.ts';
 import { sendFramesAfterCommit, type FrameGate } from './commit-before-receipt.ts';
+import { DecryptReplay } from './decrypt-replay.ts';
 import type { SandboxTrust } from './sandbox-trust.ts';
 import { forgetUnfinishedPairing, isLinked, linkedMe, PhoneCodePairing } from './pairing.ts';
 import type { OwnIdentity } from './session-contacts.ts';
@@ -124,6 +126,8 @@ export class SessionLifecycle {
   #reconnectTimer: NodeJS.Timeout | undefined;
   #historyTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
+  /** Plaintexts of recent decrypts, kept across sockets for a redelivery the last socket left unstored. */
+  readonly #decryptReplay = new DecryptReplay();
   /** Goes online without the offline-delivered marker (see LifecycleOptions.onlineFallbackMs). */
   #onlineFallbackTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
@@ -301,6 +305,8 @@ export class SessionLifecycle {
     const baileysLog = baileysLogger(logger.child({ connectionId: this.connectionId, component: 'baileys' }, { level: baileysLogLevel }));
     const sock = makeWASocket({
       auth: { creds: auth.creds, keys: auth.keys }, // auth.keys caches decoded keys itself (auth-state.ts)
+      // a message decrypted while the socket closed, and so never upserted, decrypts again when redelivered
+      makeSignalRepository: this.#decryptReplay.wrap(DEFAULT_CONNECTION_CONFIG.makeSignalRepository),
       logger: baileysLog,
       ...(waUrl ? { waWebSocketUrl: waUrl } : {}),
       ...(this.d.sandboxTrust && {
