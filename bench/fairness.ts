@@ -22,7 +22,7 @@ import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
 import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { startServe, type ServiceProcess } from '../test/helpers/service-process.ts';
 import type { BenchResult } from './index.ts';
 import { flag, percentile, round } from './lib.ts';
@@ -75,7 +75,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-fairness-'));
 
   // ---- the data set --------------------------------------------------------------------------------------
-  const store = openStore(dataDir);
+  const { store } = openDataPlane({ dataDir, role: 'tool' });
   const alice = store.users.ensure('alice');
   const bob = store.users.ensure('bob');
   const tokenA = issueToken(store.tokens, alice.id, 'bench').token;

@@ -13,11 +13,9 @@ import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
 import { EMPTY_CONTENT, encodeCursor, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
-import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
-import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
 
 const PAGE = 50;
@@ -37,7 +35,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const requests = flag(args, 'requests', 400);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
   const logger = pino({ level: 'silent' });
-  const store = openStore(dataDir);
+  const { store, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
   const user = store.users.ensure('bench');
   const { token } = issueToken(store.tokens, user.id, 'bench');
   const conn = store.connections.insert({ id: 'bench-connection', userId: user.id, name: 'bench', workerId: 'bench' });
@@ -79,8 +77,6 @@ export async function run(args: string[]): Promise<BenchResult> {
   }
   const insertMs = Date.now() - t0;
 
-  const events = new EventLog(store);
-  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,

@@ -16,11 +16,9 @@ import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
 import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
-import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
-import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
 import { flag, percentile, round } from './lib.ts';
 
@@ -36,7 +34,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const exports = flag(args, 'exports', 40);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-search-'));
   const logger = pino({ level: 'silent' });
-  const store = openStore(dataDir);
+  const { store, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
   const user = store.users.ensure('bench');
   const { token } = issueToken(store.tokens, user.id, 'bench');
   const conn = store.connections.insert({ id: 'bench-search-connection', userId: user.id, name: 'bench', workerId: 'bench' });
@@ -102,8 +100,6 @@ export async function run(args: string[]): Promise<BenchResult> {
   const dbBytes = fs.statSync(path.join(dataDir, 'switchboard.db')).size + (fs.existsSync(path.join(dataDir, 'switchboard.db-wal')) ? fs.statSync(path.join(dataDir, 'switchboard.db-wal')).size : 0);
   store.db.pragma('wal_checkpoint(TRUNCATE)');
 
-  const events = new EventLog(store);
-  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,
