@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
-import { EMPTY_CONTENT, messageIdOf, type StoredMessage } from '../service/db/messages.ts';
+import type { StoredMessage } from '../service/db/messages.ts';
+import { storedText } from '../test/helpers/messages.ts';
 import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../test/helpers/service-process.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
@@ -313,22 +314,5 @@ export async function spawnBareClient(wsUrl: string, rootKeyHex: string, adminUr
  */
 export function benchTextMessage(chatId: string, keyId: string, i: number, timestamp: number, text: string): StoredMessage {
   const fromMe = i % 3 === 0;
-  return {
-    id: messageIdOf(fromMe, chatId, keyId),
-    keyId,
-    chatId,
-    timestamp,
-    fromMe,
-    senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-    senderPushName: fromMe ? '' : 'Bench Contact',
-    type: 'text',
-    kind: 'text',
-    rawType: null,
-    ...EMPTY_CONTENT,
-    text,
-    quotedMessageId: null,
-    media: null,
-    ack: fromMe ? 3 : null,
-    raw: null,
-  };
+  return storedText(chatId, keyId, timestamp, text, fromMe, { senderPushName: fromMe ? '' : 'Bench Contact', ack: fromMe ? 3 : null });
 }
