@@ -12,22 +12,15 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { EMPTY_CONTENT, encodeCursor, messageIdOf } from '../service/db/messages.ts';
+import { encodeCursor } from '../service/db/messages.ts';
 import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
 import { buildApp } from '../service/http/app.ts';
 import type { BenchResult } from './index.ts';
+import { benchTextMessage, flag, percentile } from './lib.ts';
 
 const PAGE = 50;
 
-function flag(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(args[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
-  return v;
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 export async function run(args: string[]): Promise<BenchResult> {
   const big = flag(args, 'big', 200_000);
@@ -52,25 +45,9 @@ export async function run(args: string[]): Promise<BenchResult> {
       store.tx(() => {
         for (let i = start; i < Math.min(size, start + 10_000); i++) {
           const keyId = `BENCH${String(i).padStart(8, '0')}`;
-          const fromMe = i % 3 === 0;
-          store.messages.upsert(conn.id, {
-            id: messageIdOf(fromMe, chatId, keyId),
-            keyId,
-            chatId,
-            timestamp: base + Math.floor(i / 2), // two messages per second: equal timestamps are paged too
-            fromMe,
-            senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-            senderPushName: fromMe ? '' : 'Bench Contact',
-            type: 'text',
-            kind: 'text',
-            rawType: null,
-            ...EMPTY_CONTENT,
-            text: `Benchmark message number ${i} with a little body text to look realistic.`,
-            quotedMessageId: null,
-            media: null,
-            ack: fromMe ? 3 : null,
-            raw: null,
-          });
+          const text = `Benchmark message number ${i} with a little body text to look realistic.`;
+          // two messages per second: equal timestamps are paged too
+          store.messages.upsert(conn.id, benchTextMessage(chatId, keyId, i, base + Math.floor(i / 2), text));
         }
       });
     }

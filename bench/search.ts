@@ -15,12 +15,11 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
 import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
 import { buildApp } from '../service/http/app.ts';
 import type { BenchResult } from './index.ts';
-import { flag, percentile, round } from './lib.ts';
+import { benchTextMessage, flag, percentile, round } from './lib.ts';
 
 const COMMON = [
   'the', 'and', 'you', 'for', 'meeting', 'order', 'payment', 'tomorrow', 'please', 'thanks', 'invoice', 'delivery',
@@ -72,27 +71,9 @@ export async function run(args: string[]): Promise<BenchResult> {
       for (let i = start; i < Math.min(total, start + BATCH); i++) {
         const chatId = chatIds[i % chats]!;
         const keyId = `BENCH${String(i).padStart(9, '0')}`;
-        const fromMe = i % 3 === 0;
         const words = Array.from({ length: 6 + Math.floor(random() * 8) }, pick);
         if (random() < 1 / 3) words.splice(Math.floor(random() * words.length), 0, rare[Math.floor(random() * rare.length)]!);
-        store.messages.upsert(conn.id, {
-          id: messageIdOf(fromMe, chatId, keyId),
-          keyId,
-          chatId,
-          timestamp: base + Math.floor(i / 3),
-          fromMe,
-          senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-          senderPushName: fromMe ? '' : 'Bench Contact',
-          type: 'text',
-          kind: 'text',
-          rawType: null,
-          ...EMPTY_CONTENT,
-          text: words.join(' '),
-          quotedMessageId: null,
-          media: null,
-          ack: fromMe ? 3 : null,
-          raw: null,
-        });
+        store.messages.upsert(conn.id, benchTextMessage(chatId, keyId, i, base + Math.floor(i / 3), words.join(' ')));
       }
     });
   }
