@@ -41,15 +41,16 @@ function cause(err: unknown): string {
 }
 
 /**
- * Checks `dataDir` (created when missing) and takes its exclusive lock.
- * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
- *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ * Creates `dir` when missing (0700: private from the start, config/private-dir.ts) and checks that this process can
+ * read, write and enter it; `what` names it in the message (`data dir`, `media dir`). Returns the absolute path.
+ * @throws StartupError `cannot use <what> <dir>: <cause>` (a file where the dir should be, permission denied,
+ *   read-only file system)
  */
-export function lockDataDir(dataDir: string): DataDirLock {
-  const dir = path.resolve(dataDir);
-  const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
+export function ensureUsableDir(dirPath: string, what: string): string {
+  const dir = path.resolve(dirPath);
+  const unusable = (why: string) => new StartupError(`cannot use ${what} ${dir}: ${why}`);
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 }); // private from the start (private-dir.ts)
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
     throw unusable(cause(err));
   }
@@ -65,6 +66,17 @@ export function lockDataDir(dataDir: string): DataDirLock {
   } catch (err) {
     throw unusable(cause(err));
   }
+  return dir;
+}
+
+/**
+ * Checks `dataDir` (created when missing) and takes its exclusive lock.
+ * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
+ *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ */
+export function lockDataDir(dataDir: string): DataDirLock {
+  const dir = ensureUsableDir(dataDir, 'data dir');
+  const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
 
   const lockFile = path.join(dir, 'switchboard.lock');
   const pidFile = path.join(dir, 'switchboard.pid');
