@@ -52,7 +52,7 @@ export function ensureUsableDir(dirPath: string, what: string): string {
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw unusable(cause(err));
+    throw unusable(cause(mkdirCause(dir, err)));
   }
   let stat: fs.Stats;
   try {
@@ -67,6 +67,23 @@ export function ensureUsableDir(dirPath: string, what: string): string {
     throw unusable(cause(err));
   }
   return dir;
+}
+
+/**
+ * The real cause of a failed `mkdir -p`: Node reports ENOENT for a folder it could not create on a read-only file
+ * system, so the first missing folder is created alone once more to get its own error.
+ */
+function mkdirCause(dir: string, err: unknown): unknown {
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return err;
+  let missing = dir;
+  while (path.dirname(missing) !== missing && !fs.existsSync(path.dirname(missing))) missing = path.dirname(missing);
+  try {
+    fs.mkdirSync(missing, { mode: 0o700 });
+    fs.rmdirSync(missing);
+  } catch (again) {
+    return again;
+  }
+  return err;
 }
 
 /**
