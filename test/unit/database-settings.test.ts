@@ -11,6 +11,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { databaseRefusal, DatabaseUrl, parseDatabaseUrl, redactDatabaseUrl } from '../../service/config/database-url.ts';
 import { StartupError } from '../../service/config/data-dir-lock.ts';
+import { MachineSettings } from '../../service/config/machine-settings.ts';
 import { writeSettingsFile } from '../../service/config/settings-file.ts';
 import { ConfigError, resolveDatabase, resolveServiceConfig } from '../../service/config/service-config.ts';
 import { openDataPlane, POSTGRES_UNAVAILABLE } from '../../service/data-plane.ts';
@@ -116,5 +117,16 @@ describe('database', () => {
     expect(refusal.message).toBe(`cannot use database postgres://app:***@db.example.com:5432/switchboard: ${POSTGRES_UNAVAILABLE}`);
     const leaky = databaseRefusal(new Error('auth failed for p@ss (p%40ss)\n    at connect'), new DatabaseUrl('postgres://a:p%40ss@h/d'));
     expect(leaky.message).toBe('cannot use database postgres://a:***@h/d: auth failed for *** (***)');
+  });
+
+  it('the settings API (GET and PATCH /api/settings) never carries it, set or bad', async () => {
+    for (const url of [URL_WITH_PASSWORD, `mysql://x:${PASSWORD}@h/db`]) {
+      const dir = fs.mkdtempSync(path.join(tmp, 'machine-'));
+      const env = { SWITCHBOARD_DATABASE_URL: url };
+      const settings = new MachineSettings({ dataDir: dir, flags: { database: url }, env, allowLanWebhooks: false, openKeychain: null });
+      const answers = [JSON.stringify(await settings.view())];
+      answers.push(JSON.stringify(await settings.update({ workerId: 'desk-1' }).catch((e: unknown) => ({ error: String(e) }))));
+      for (const answer of answers) expect(answer).not.toContain(PASSWORD);
+    }
   });
 });
