@@ -9,14 +9,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { StartupError } from './config-error.ts';
 
-/** A start-up problem reported as one line (`switchboard: <message>`), without a stack trace. */
-export class StartupError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StartupError';
-  }
-}
+export { StartupError };
 
 /** Held lock; `release()` closes the lock file and removes the PID file (idempotent). */
 export interface DataDirLock {

@@ -7,8 +7,7 @@
  * code that opens the database (service/data-plane.ts `openDataPlane({ database })`).
  */
 import { inspect } from 'node:util';
-import { StartupError } from './data-dir-lock.ts';
-import { ConfigError } from './config-error.ts';
+import { ConfigError, StartupError } from './config-error.ts';
 
 /** What the password of a URL is replaced by wherever the URL is shown. */
 export const PASSWORD_MASK = '***';
