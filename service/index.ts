@@ -136,7 +136,8 @@ function openConfiguredPlane(config: ServiceConfig, options: DataPlaneOptions): 
 
 /**
  * Starts the service described by `config`.
- * @throws StartupError when the data dir is unusable or another process holds its lock (config/data-dir-lock.ts);
+ * @throws StartupError when the data dir or the media dir is unusable, another process holds the data dir's lock
+ *   (config/data-dir-lock.ts), or `config.database` cannot be used (every URL in this build);
  *   DatabaseOpenError when the database cannot be used (the file is left untouched);
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */

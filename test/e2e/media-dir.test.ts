@@ -2,7 +2,8 @@
  * `--media-dir` (issue 26 item 3) through the real service in sandbox mode: with a media dir outside the data dir,
  * a received image is stored under it (and nothing under `<dataDir>/media`), `GET` of its `media.url` serves it, the
  * chat's ZIP export holds it, and deleting the connection removes its folder there. The media dir is created private
- * (0700) and looser modes found in it are repaired at start, as in the data dir's own folders.
+ * (0700) and looser modes found in it are repaired at start, as in the data dir's own folders; `switchboard serve
+ * --media-dir DIR` creates it so.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enc, startSandboxService, type SandboxService } from '../helpers/sandbox-service.ts';
+import { startServe } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { unzip } from '../helpers/zip.ts';
 
@@ -96,4 +98,16 @@ describe('--media-dir: media stored, served, exported and deleted there', { time
     expect(fs.existsSync(path.join(mediaDir, 'old', 'a.jpg'))).toBe(true);
     expect((await s.api('GET', `/connections/${id}`)).body.status).toBe('stopped');
   });
+});
+
+it.skipIf(!posix)('`serve --media-dir DIR` creates the media dir private, outside the data dir', { timeout: 60_000 }, async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-media-flag-'));
+  const mediaDir = path.join(tmp, 'elsewhere', 'media');
+  try {
+    const serve = await startServe(['--sandbox', '--port', '0', '--data-dir', path.join(tmp, 'data'), '--media-dir', mediaDir]);
+    expect(fs.statSync(mediaDir).mode & 0o777).toBe(0o700);
+    expect(await serve.stop('SIGTERM')).toBe(0);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 });
