@@ -469,10 +469,6 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
         store.connections.setStatus(connectionId, 'stopped', 'deleted');
         events.append(row.userId, connectionId, 'session.status', { status: 'stopped', previous: row.status, reason: 'deleted' });
       });
-      // No route serves a deleted connection's media any more (docs/api.md): its folder goes, wherever --media-dir is.
-      await media.removeConnection(connectionId).catch((err: unknown) =>
-        logger.warn({ err, connectionId }, "could not remove the deleted connection's media folder"),
-      );
     },
     currentQr: (connectionId) => sessions.get(connectionId)?.qr,
     async requestPairingCode(connectionId, phoneNumber) {

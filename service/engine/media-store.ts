@@ -119,11 +119,6 @@ export class MediaStore {
     if (p) await fs.promises.rm(p, { force: true });
   }
 
-  /** Removes the connection's whole folder and what is in it (a deleted connection); nothing there is fine. */
-  async removeConnection(connectionId: string): Promise<void> {
-    await fs.promises.rm(this.dir(connectionId), { recursive: true, force: true });
-  }
-
   #target(connectionId: string, filename: string): string {
     const target = this.pathFor(connectionId, filename);
     if (!target) throw new Error(`unsafe media file name ${JSON.stringify(filename)}`);
