@@ -14,10 +14,9 @@
  * - **Seq.** An event's per-user seq is taken in the committing transaction by the events repository
  *   (pg/repos/events.ts): gap-free and in commit order across hosts.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Serial } from '../serial.ts';
 import type { StorageState, TransactionObserver } from '../store.ts';
-import { NestedTransactionError, type Store, type TxOptions, type Work } from '../store-api.ts';
+import type { Store, TxOptions, Work } from '../store-api.ts';
 import { openPg, type PgOptions, type Sql } from './client.ts';
 import { migratePg } from './migrations.ts';
 import { pgRepos } from './repos/index.ts';
@@ -87,7 +86,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
   const windowMs = opts.batchWindowMs ?? 4;
   const maxUnits = opts.maxBatchUnits ?? 1_000;
   const writer = new Serial();
-  const inWork = new AsyncLocalStorage<true>();
   const read = pgRepos({ sql, inTx: false });
 
   // ---- observers, storage state ------------------------------------------------------------------------------
@@ -163,7 +161,7 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
           if (unit) {
             const unitMarks = markAll();
             try {
-              unit.result = await inWork.run(true, () => t.savepoint((s) => unit.work(pgRepos({ sql: s, inTx: true }))));
+              unit.result = await t.savepoint((s) => unit.work(pgRepos({ sql: s, inTx: true })));
               batch.units.push(unit);
             } catch (err) {
               rollBackTo(unitMarks);
@@ -184,7 +182,7 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
           wake = undefined;
         }
         batch.accepting = false;
-        while (deferred.length > 0) await inWork.run(true, () => deferred.shift()!(repos));
+        while (deferred.length > 0) await deferred.shift()!(repos);
       });
     } catch (err) {
       failure = err;
@@ -223,7 +221,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
   };
 
   async function tx<T>(work: Work<T>, opts: TxOptions = {}): Promise<T> {
-    if (inWork.getStore()) throw new NestedTransactionError();
     // As SQLite's tx commits the open batch first: the batches before this tx commit without waiting for their window.
     if (current?.accepting) hurry(current);
     if (next) hurry(next);
@@ -233,7 +230,7 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       try {
         result = await sql.begin(async (t) => {
           if (opts.relaxed) await t`SET LOCAL synchronous_commit = off`;
-          return inWork.run(true, () => work(pgRepos({ sql: t, inTx: true })));
+          return work(pgRepos({ sql: t, inTx: true }));
         }) as T;
       } catch (err) {
         rollBackTo(marks);
@@ -250,7 +247,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     engine: 'postgres',
     tx,
     ingest<T>(unit: Work<T>): Promise<T> {
-      if (inWork.getStore()) return Promise.reject(new NestedTransactionError());
       return new Promise<T>((resolve, reject) => {
         queue.push({ work: unit as Work<unknown>, resolve: resolve as (v: unknown) => void, reject });
         kick();
