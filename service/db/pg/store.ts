@@ -62,6 +62,10 @@ interface Unit {
 
 interface Batch {
   accepting: boolean;
+  /** Set when the transaction ended (committed or failed): its loop must take no more units. */
+  over: boolean;
+  /** The unit running now (rejected with the batch if the connection dies under it). */
+  running?: Unit;
   /** Commit as soon as the queue is empty, without waiting for the window (a tx or durable() waits for it). */
   closeEarly: boolean;
   units: Unit[];
@@ -78,7 +82,7 @@ function newBatch(): Batch {
     settle = (err) => (err === undefined ? resolve() : reject(err as Error));
   });
   done.catch(() => undefined); // observed through the units and durable()
-  return { accepting: true, closeEarly: false, units: [], waiters: [], done, settle };
+  return { accepting: true, over: false, closeEarly: false, units: [], waiters: [], done, settle };
 }
 
 /** The Store over the pool `sql` (its schema migrated), which it owns from now on: `close()` ends it. */
@@ -157,15 +161,21 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       await sql.begin(async (t) => {
         const repos = pgRepos({ sql: t, inTx: true });
         for (;;) {
+          if (batch.over) return; // the connection died under the last unit: the batch failed without it
           const unit = queue.shift();
           if (unit) {
             const unitMarks = markAll();
+            batch.running = unit;
             try {
               unit.result = await t.savepoint((s) => unit.work(pgRepos({ sql: s, inTx: true })));
+              if (batch.over) return;
               batch.units.push(unit);
             } catch (err) {
+              if (batch.over) return;
               rollBackTo(unitMarks);
               unit.reject(err);
+            } finally {
+              batch.running = undefined;
             }
             if (batch.units.length >= maxUnits) break;
             continue;
@@ -188,10 +198,12 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       failure = err;
     }
     batch.accepting = false;
+    batch.over = true;
     current = undefined;
     if (failure !== undefined) {
       rollBackTo(marks);
       commitFailed(failure);
+      if (batch.running) batch.units.push(batch.running);
       for (const unit of batch.units) unit.reject(failure);
       batch.settle(failure);
     } else {
