@@ -131,11 +131,13 @@ describe.each(ENGINES)('durability on %s', (engine) => {
       return 'ok';
     });
     store.whenDurable(() => void count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%commit-first%'`).then((n) => (durableSeen = n)));
+    expect(store.isDurable()).toBe(false);
     expect(await done).toBe('ok');
     expect(seen).toEqual([0]);
     expect(await count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%commit-first%'`)).toBe(1);
     await expect.poll(() => durableSeen).toBe(1);
     await store.durable();
+    expect(store.isDurable()).toBe(true);
   });
 
   it('writes beforeCommit writes in the batch, before its COMMIT; a failing one fails the batch', async () => {
