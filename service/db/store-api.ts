@@ -46,7 +46,8 @@ export interface Repos {
   deliveries: Async<ReturnType<typeof deliveriesRepo>>;
   idempotency: Async<ReturnType<typeof idempotencyRepo>>;
   billing: Async<ReturnType<typeof billingRepo>>;
-  // Chats, messages, contacts, group metadata and search are added here by their PostgreSQL repositories.
+  // Chats, messages, contacts, group metadata and search join here with their PostgreSQL repositories; a repository
+  // added here is added to REPO_NAMES (sqlite-store.ts) and FACTORIES (pg/repos/index.ts) too, or neither compiles.
 }
 
 /** Which database a Store keeps its data in. */
