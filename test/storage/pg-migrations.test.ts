@@ -25,9 +25,7 @@ describe('PostgreSQL migrations', () => {
     } finally {
       await Promise.all(hosts.map((h) => h.end()));
     }
-    const rows = await db.sql<
-      Array<{ version: number; name: string }>
-    >`SELECT version, name FROM schema_migrations ORDER BY version`;
+    const rows = await db.sql<Array<{ version: number; name: string }>>`SELECT version, name FROM schema_migrations ORDER BY version`;
     expect(rows.map((r) => [r.version, r.name])).toEqual(PG_MIGRATIONS.map((m) => [m.version, m.name]));
     expect(await migratePg(db.sql)).toEqual([]);
   });
@@ -35,10 +33,7 @@ describe('PostgreSQL migrations', () => {
   it('appends a new migration to an existing database', async () => {
     db = await createTestDatabase();
     await migratePg(db.sql);
-    const next = [
-      ...PG_MIGRATIONS,
-      { version: PG_MIGRATIONS.length + 1, name: 'extra', sql: 'CREATE TABLE extra (x int)' },
-    ];
+    const next = [...PG_MIGRATIONS, { version: PG_MIGRATIONS.length + 1, name: 'extra', sql: 'CREATE TABLE extra (x int)' }];
     expect(await migratePg(db.sql, next)).toEqual([PG_MIGRATIONS.length + 1]);
     expect(await db.sql`SELECT * FROM extra`).toEqual([]);
   });
