@@ -120,6 +120,11 @@ export async function openEngines(mediaBase = 'http://127.0.0.1:7575/api'): Prom
     async both(fn) {
       const a = await fn(liteR, 'sqlite');
       const b = await fn(pgR, 'postgres');
+      if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+        // Report the first differing element rather than two long arrays.
+        const i = a.findIndex((x, k) => JSON.stringify(x) !== JSON.stringify(b[k]));
+        if (i >= 0) expect({ index: i, value: b[i] }).toEqual({ index: i, value: a[i] });
+      }
       expect(b).toEqual(a);
       return a;
     },

@@ -3,7 +3,7 @@
  * with the same rows, order and JSON. `listJson` renders in TypeScript: JSON.stringify of the Chat objects `list`
  * builds, whose key order is the route's ChatSchema (the bytes SQLite's format() writes).
  */
-import type { MessageScope } from './message-scope.ts';
+import { pgText, type MessageScope } from './message-scope.ts';
 import type { Chat, ChatListOptions } from '../../chats.ts';
 import type { MessageKindName } from '../../messages.ts';
 
@@ -68,13 +68,20 @@ export function pgChatsRepo({ sql }: MessageScope) {
     /** chatsRepo.upsertMeta. */
     async upsertMeta(
       connectionId: string,
-      c: { id: string; lid?: string | null; name?: string | null; isGroup: boolean; unread?: number | null; activityTs?: number | null },
+      c: {
+        id: string;
+        lid?: string | null;
+        name?: string | null;
+        isGroup: boolean;
+        unread?: number | null;
+        activityTs?: number | null;
+      },
     ): Promise<void> {
       const unread = c.unread ?? null;
       const activityTs = c.activityTs ?? null;
       await sql`
         INSERT INTO chats AS t (connection_id, id, lid, name, is_group, unread, last_ts)
-        VALUES (${connectionId}, ${c.id}, ${c.lid ?? null}, ${c.name ?? null}, ${c.isGroup}, COALESCE(${unread}::integer, 0), ${activityTs}::bigint)
+        VALUES (${connectionId}, ${c.id}, ${c.lid ?? null}, ${pgText(c.name ?? null)}, ${c.isGroup}, COALESCE(${unread}::integer, 0), ${activityTs}::bigint)
         ON CONFLICT (connection_id, id) DO UPDATE SET
           lid = COALESCE(excluded.lid, t.lid), name = COALESCE(excluded.name, t.name),
           unread = COALESCE(${unread}::integer, t.unread),
@@ -84,12 +91,21 @@ export function pgChatsRepo({ sql }: MessageScope) {
     /** chatsRepo.touch: a message at least as new as the preview becomes it; `unreadDelta` adds to the counter. */
     async touch(
       connectionId: string,
-      m: { chatId: string; isGroup: boolean; messageId: string; kind: MessageKindName; timestamp: number; body: string; fromMe: boolean; unreadDelta: number },
+      m: {
+        chatId: string;
+        isGroup: boolean;
+        messageId: string;
+        kind: MessageKindName;
+        timestamp: number;
+        body: string;
+        fromMe: boolean;
+        unreadDelta: number;
+      },
     ): Promise<void> {
       const newer = sql`(t.last_from_me IS NULL OR ${m.timestamp}::bigint >= t.last_ts)`;
       await sql`
         INSERT INTO chats AS t (connection_id, id, is_group, unread, last_ts, last_body, last_from_me, last_id, last_kind)
-        VALUES (${connectionId}, ${m.chatId}, ${m.isGroup}, ${m.unreadDelta}, ${m.timestamp}, ${m.body}, ${m.fromMe}, ${m.messageId}, ${m.kind})
+        VALUES (${connectionId}, ${m.chatId}, ${m.isGroup}, ${m.unreadDelta}, ${m.timestamp}, ${pgText(m.body)}, ${m.fromMe}, ${m.messageId}, ${m.kind})
         ON CONFLICT (connection_id, id) DO UPDATE SET
           unread = t.unread + ${m.unreadDelta}::integer,
           last_body    = CASE WHEN ${newer} THEN excluded.last_body ELSE t.last_body END,
@@ -103,12 +119,15 @@ export function pgChatsRepo({ sql }: MessageScope) {
     },
     /** chatsRepo.setUnread: true when the counter changed. */
     async setUnread(connectionId: string, chatId: string, unread: number): Promise<boolean> {
-      const r = await sql`UPDATE chats SET unread = ${unread} WHERE connection_id = ${connectionId} AND id = ${chatId} AND unread <> ${unread}`;
+      const r =
+        await sql`UPDATE chats SET unread = ${unread} WHERE connection_id = ${connectionId} AND id = ${chatId} AND unread <> ${unread}`;
       return r.count > 0;
     },
     /** chatsRepo.unread: undefined for an unknown chat. */
     async unread(connectionId: string, chatId: string): Promise<number | undefined> {
-      const [r] = await sql<Array<{ unread: number }>>`SELECT unread FROM chats WHERE connection_id = ${connectionId} AND id = ${chatId}`;
+      const [r] = await sql<
+        Array<{ unread: number }>
+      >`SELECT unread FROM chats WHERE connection_id = ${connectionId} AND id = ${chatId}`;
       return r?.unread;
     },
     /** chatsRepo.list. */

@@ -8,8 +8,8 @@
  * serializer as `page`, so the API's bytes are those of the SQLite path (whose SQL rendering writes exactly those
  * bytes, db/message-json.ts). `iterate` is an async generator.
  *
- * PostgreSQL text cannot hold U+0000: in free text (message text, push names, edit history) it is stored as U+FFFD.
- * (Unpaired surrogates become U+FFFD on both engines: both store UTF-8.)
+ * PostgreSQL text cannot hold U+0000: in free text (message text, push names, edit history) it is stored as U+FFFD;
+ * an unpaired surrogate is stored as SQLite reads it back (message-scope.ts pgText).
  */
 import { MediaUrls } from '../../media-url.ts';
 import {
@@ -28,7 +28,7 @@ import {
   type Reaction,
   type StoredMessage,
 } from '../../messages.ts';
-import { atomically, type MessageScope } from './message-scope.ts';
+import { atomically, pgText, type MessageScope } from './message-scope.ts';
 import { writeIndexRow, type PgIndexSource } from './search.ts';
 
 interface RawRow {
@@ -54,9 +54,6 @@ interface RawRow {
 }
 
 const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content, is_forwarded, seq`;
-
-/** Free text as PostgreSQL can store it (see the module comment). */
-const pgText = (s: string): string => (s.includes('\u0000') ? s.replaceAll('\u0000', '\ufffd') : s);
 
 function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: Reaction[] = []): Message {
   return {
