@@ -7,6 +7,7 @@
  * engines.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { MESSAGE_REPO_NAMES } from './pg/repos/message-repos.ts';
 import { Serial } from './serial.ts';
 import { openStore, type Store as SyncStore, type StoreOptions } from './store.ts';
 import { NestedTransactionError, type Repos, type Store, type TxOptions, type Work } from './store-api.ts';
@@ -22,17 +23,24 @@ const REPO_NAMES: Record<keyof Repos, true> = {
   deliveries: true,
   idempotency: true,
   billing: true,
+  ...MESSAGE_REPO_NAMES,
 };
 const REPOS = Object.keys(REPO_NAMES) as Array<keyof Repos>;
 
-/** Each method of `repo` as one returning a Promise; `call` runs the method (and decides when). */
+/**
+ * Each method of `repo` as one returning a Promise; `call` runs the method (and decides when). A generator method
+ * (messages.iterate) stays as it is (iterated with `for await`, each batch read when reached); an object of methods
+ * (messages.rendered) is wrapped the same way.
+ */
 function wrapRepo(
   repo: Record<string, unknown>,
   call: (fn: (...a: unknown[]) => unknown, self: unknown, args: unknown[]) => Promise<unknown>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(repo)) {
-    if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
+    if (typeof value === 'function' && value.constructor.name === 'GeneratorFunction') out[name] = (value as () => unknown).bind(repo);
+    else if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
+    else if (value !== null && typeof value === 'object') out[name] = wrapRepo(value as Record<string, unknown>, call);
   }
   return out;
 }

@@ -16,7 +16,8 @@ import {
 } from '../../service/db/messages.ts';
 import { PageSchema, pageJson } from '../../service/http/routes/messages.ts';
 import { compileSerializer } from '../../service/http/serializer.ts';
-import { CONNECTION, openEngines, type Engines, type MessageRepos } from './message-engines.ts';
+import type { Repos } from '../../service/db/store-api.ts';
+import { CONNECTION, openEngines, type Engines } from './message-engines.ts';
 
 const CHAT = '15550101@s.whatsapp.net';
 const OTHER = '15550202@s.whatsapp.net';
@@ -515,7 +516,7 @@ describe('messages', () => {
       filename: rnd(2) ? null : str(8),
       size: rnd(2) ? null : rnd(100_000),
     });
-    const ops: Array<(r: MessageRepos) => Promise<unknown>> = [];
+    const ops: Array<(r: Repos) => Promise<unknown>> = [];
     for (let i = 0; i < 90; i++) {
       const variant = i % 12;
       const m = msg(i, str(24), {
@@ -562,8 +563,7 @@ describe('messages', () => {
     });
     // A media column from before issue 17 (a URL path), as a migrated desktop database may hold.
     const legacy = `{"url":"/api/connections/${CONNECTION}/media/K0010.jpg","mimetype":"image/jpeg","filename":null,"size":5}`;
-    e.lite.db.prepare(`UPDATE messages SET media = ? WHERE key_id = 'K0010'`).run(legacy);
-    await e.pg.sql`UPDATE messages SET media = ${legacy} WHERE key_id = 'K0010'`;
+    await e.exec(`UPDATE messages SET media = '${legacy}' WHERE key_id = 'K0010'`);
     let pages = 0;
     for (const limit of [1, 7, 50]) {
       await e.both(async (r, engine) => {
@@ -588,11 +588,11 @@ describe('messages', () => {
 
   it('stores U+0000 of free text as U+FFFD on PostgreSQL (its text cannot hold it)', async () => {
     const m = msg(1, 'a\u0000b', { senderPushName: 'n\u0000' });
-    await e.pgRepos.messages.upsert(CONNECTION, m);
-    await e.pgRepos.messages.edit(CONNECTION, m.id, 'c\u0000', 1_700_000_100);
-    const got = (await e.pgRepos.messages.get(CONNECTION, m.id)) as Message;
+    await e.postgres.store.read.messages.upsert(CONNECTION, m);
+    await e.postgres.store.read.messages.edit(CONNECTION, m.id, 'c\u0000', 1_700_000_100);
+    const got = (await e.postgres.store.read.messages.get(CONNECTION, m.id)) as Message;
     expect([got.text, got.senderPushName]).toEqual(['c\ufffd', 'n\ufffd']);
-    expect(await e.pgRepos.messages.edits(CONNECTION, m.id)).toEqual([
+    expect(await e.postgres.store.read.messages.edits(CONNECTION, m.id)).toEqual([
       { editedAt: 1_700_000_100, previousText: 'a\ufffdb', text: 'c\ufffd' },
     ]);
   });

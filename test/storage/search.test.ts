@@ -11,7 +11,8 @@ import type { StoredMessage } from '../../service/db/messages.ts';
 import { RELEVANCE_WINDOW, type SearchFilters } from '../../service/db/search.ts';
 import { ServiceError } from '../../service/errors.ts';
 import { incomingText } from '../helpers/messages.ts';
-import { CONNECTION, openEngines, pgRepos, type Engines, type MessageRepos } from './message-engines.ts';
+import type { Repos } from '../../service/db/store-api.ts';
+import { CONNECTION, openEngines, type Engines } from './message-engines.ts';
 
 const CHAT = '15550101@s.whatsapp.net';
 const OTHER = '15550202@s.whatsapp.net';
@@ -27,13 +28,7 @@ afterEach(async () => {
 const put = (m: StoredMessage, c = CONNECTION) => e.both((r) => r.messages.upsert(c, m));
 
 /** Every page of a search (walking nextBefore), hits only: cursors are opaque and may differ between engines. */
-async function allHits(
-  r: MessageRepos,
-  q: string,
-  f: Partial<SearchFilters>,
-  order: 'recent' | 'relevance',
-  limit = 7,
-) {
+async function allHits(r: Repos, q: string, f: Partial<SearchFilters>, order: 'recent' | 'relevance', limit = 7) {
   const hits: Array<{ messageId: string; snippet: string }> = [];
   let before: string | undefined;
   do {
@@ -111,7 +106,7 @@ describe('search on both engines', () => {
       Array.from({ length: 33 }, (_, i) => `w${i}`).join(' '),
     ]) {
       const messages = [];
-      for (const r of [e.liteRepos, e.pgRepos])
+      for (const r of [e.sqlite.store.read, e.postgres.store.read])
         messages.push(
           await status400(r.search.search(q, { connectionIds: [CONNECTION] }, { limit: 5, order: 'recent' })),
         );
@@ -123,7 +118,7 @@ describe('search on both engines', () => {
       [Buffer.from('o5:1').toString('base64url'), 'recent'],
     ] as const) {
       const messages = [];
-      for (const r of [e.liteRepos, e.pgRepos])
+      for (const r of [e.sqlite.store.read, e.postgres.store.read])
         messages.push(
           await status400(r.search.search('lunch', { connectionIds: [CONNECTION] }, { limit: 5, order, before })),
         );
@@ -166,18 +161,13 @@ describe('search on both engines', () => {
     await e.both((r) => r.messages.revoke(CONNECTION, `false_${CHAT}_a`));
     expect(await ids('airport')).toEqual([]);
     // a rolled-back write leaves the index as it was
-    expect(() =>
-      e.lite.tx(() => {
-        e.lite.messages.upsert(CONNECTION, incomingText(CHAT, 'z', 300, 'rolled back words'));
+    await e.both(async (_r, _engine, store) => {
+      const failed = store.tx(async (t) => {
+        await t.messages.upsert(CONNECTION, incomingText(CHAT, 'z', 300, 'rolled back words'));
         throw new Error('abort');
-      }),
-    ).toThrow('abort');
-    await expect(
-      e.pg.sql.begin(async (t) => {
-        await pgRepos(t, e.pgUrls, true).messages.upsert(CONNECTION, incomingText(CHAT, 'z', 300, 'rolled back words'));
-        throw new Error('abort');
-      }),
-    ).rejects.toThrow('abort');
+      });
+      return failed.catch((err: Error) => err.message);
+    });
     expect(await ids('rolled')).toEqual([]);
     await put(incomingText(CHAT, 'b', 101, 'still here'));
     expect(await ids('still')).toEqual(['b']);
@@ -225,25 +215,15 @@ describe('search on both engines', () => {
     'ranks by relevance within the most recent RELEVANCE_WINDOW matches, the same window on every page',
     { timeout: 120_000 },
     async () => {
-      const fill = async (upsert: (m: StoredMessage) => unknown) => {
-        await upsert(incomingText(CHAT, 'oldest', 10, 'alpha alpha alpha'));
-        for (let i = 0; i < RELEVANCE_WINDOW + 50; i++)
-          await upsert(
-            incomingText(CHAT, `k${i}`, 100 + i, `alpha and some other words ${i}${i % 97 === 0 ? ' alpha' : ''}`),
-          );
-      };
-      e.lite.tx(() => {
-        e.lite.messages.upsert(CONNECTION, incomingText(CHAT, 'oldest', 10, 'alpha alpha alpha'));
-        for (let i = 0; i < RELEVANCE_WINDOW + 50; i++)
-          e.lite.messages.upsert(
-            CONNECTION,
-            incomingText(CHAT, `k${i}`, 100 + i, `alpha and some other words ${i}${i % 97 === 0 ? ' alpha' : ''}`),
-          );
-      });
-      await e.pg.sql.begin(async (t) => {
-        const repo = pgRepos(t, e.pgUrls, true).messages;
-        await fill((m) => repo.upsert(CONNECTION, m));
-      });
+      await e.both((_r, _engine, store) =>
+        store.tx(async (t) => {
+          await t.messages.upsert(CONNECTION, incomingText(CHAT, 'oldest', 10, 'alpha alpha alpha'));
+          for (let i = 0; i < RELEVANCE_WINDOW + 50; i++) {
+            const text = `alpha and some other words ${i}${i % 97 === 0 ? ' alpha' : ''}`;
+            await t.messages.upsert(CONNECTION, incomingText(CHAT, `k${i}`, 100 + i, text));
+          }
+        }),
+      );
       const hits = await e.both(async (r) => {
         const seen: string[] = [];
         let before: string | undefined;
@@ -271,15 +251,12 @@ describe('search on both engines', () => {
   it('indexes stored messages left unindexed (the backfill marker) in resumable batches', async () => {
     for (let i = 1; i <= 25; i++) await put(incomingText(CHAT, `o${i}`, 1000 + i, `archived note ${i} Ångström`));
     // Forget the index, as a database from before it (or one copied without it) has none.
-    e.lite.db.exec(`DELETE FROM message_search`);
-    const upTo = (e.lite.db.prepare(`SELECT MAX(seq) AS s FROM messages`).get() as { s: number }).s;
-    e.lite.db
-      .prepare(`INSERT INTO settings (key, value) VALUES ('search.backfill', ?)`)
-      .run(JSON.stringify({ after: -1, upTo, done: 0, total: 25 }));
-    await e.pg.sql`DELETE FROM message_search`;
-    const [pgMax] = await e.pg.sql<Array<{ s: number }>>`SELECT MAX(seq) AS s FROM messages`;
-    await e.pg
-      .sql`INSERT INTO settings (key, value) VALUES ('search.backfill', ${JSON.stringify({ after: -1, upTo: pgMax!.s, done: 0, total: 25 })})`;
+    await e.exec(
+      `DELETE FROM message_search; INSERT INTO settings (key, value) SELECT 'search.backfill',
+         json_object('after', -1, 'upTo', MAX(seq), 'done', 0, 'total', COUNT(*)) FROM messages`,
+      `DELETE FROM message_search; INSERT INTO settings (key, value) SELECT 'search.backfill',
+         json_build_object('after', -1, 'upTo', MAX(seq), 'done', 0, 'total', COUNT(*))::text FROM messages`,
+    );
     expect(await ids('angstrom')).toEqual([]);
     const steps = await e.both(async (r) => {
       const out = [];

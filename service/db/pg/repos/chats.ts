@@ -3,7 +3,8 @@
  * with the same rows, order and JSON. `listJson` renders in TypeScript: JSON.stringify of the Chat objects `list`
  * builds, whose key order is the route's ChatSchema (the bytes SQLite's format() writes).
  */
-import { pgText, type MessageScope } from './message-scope.ts';
+import { pgText } from './message-scope.ts';
+import type { PgScope } from './scope.ts';
 import type { Chat, ChatListOptions } from '../../chats.ts';
 import type { MessageKindName } from '../../messages.ts';
 
@@ -26,7 +27,7 @@ function likeOf(q: string | undefined): string | null {
   return term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
 }
 
-export function pgChatsRepo({ sql }: MessageScope) {
+export function pgChatsRepo({ sql }: PgScope) {
   /** SQLite's LIKE: case-insensitive for ASCII letters only (lower() under the "C" collation folds ASCII only). */
   const like = (column: ReturnType<typeof sql>, pattern: string) =>
     sql`lower(${column} COLLATE "C") LIKE lower(${pattern}::text COLLATE "C") ESCAPE '\\'`;

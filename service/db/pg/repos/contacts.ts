@@ -1,8 +1,9 @@
 /** The `contacts` table on PostgreSQL: pgContactsRepo is contactsRepo (service/db/contacts.ts), asynchronous. */
-import { pgText, type MessageScope } from './message-scope.ts';
+import { pgText } from './message-scope.ts';
+import type { PgScope } from './scope.ts';
 import type { Contact } from '../../contacts.ts';
 
-export function pgContactsRepo({ sql }: MessageScope) {
+export function pgContactsRepo({ sql }: PgScope) {
   return {
     /** contactsRepo.upsert: creates or merges a contact; null fields keep what is stored. */
     async upsert(

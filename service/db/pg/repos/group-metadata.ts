@@ -1,8 +1,8 @@
 /** The `group_metadata` table on PostgreSQL: pgGroupMetadataRepo is groupMetadataRepo (service/db/group-metadata.ts), asynchronous. */
-import type { MessageScope } from './message-scope.ts';
+import type { PgScope } from './scope.ts';
 import type { StoredGroupMetadata } from '../../group-metadata.ts';
 
-export function pgGroupMetadataRepo({ sql }: MessageScope) {
+export function pgGroupMetadataRepo({ sql }: PgScope) {
   return {
     /** Every stored group of a connection, by group id. */
     async list(connectionId: string): Promise<StoredGroupMetadata[]> {

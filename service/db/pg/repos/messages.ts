@@ -28,7 +28,8 @@ import {
   type Reaction,
   type StoredMessage,
 } from '../../messages.ts';
-import { atomically, pgText, type MessageScope } from './message-scope.ts';
+import { atomically, pgText } from './message-scope.ts';
+import type { PgScope } from './scope.ts';
 import { writeIndexRow, type PgIndexSource } from './search.ts';
 
 interface RawRow {
@@ -80,7 +81,7 @@ function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: 
 
 const position = (r: { timestamp: number; seq: number }): PagePosition => ({ timestamp: r.timestamp, seq: r.seq });
 
-export function pgMessagesRepo(scope: MessageScope, urls: MediaUrls = new MediaUrls()) {
+export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()) {
   const { sql } = scope;
   const cols = sql.unsafe(COLUMNS);
 

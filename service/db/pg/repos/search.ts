@@ -9,7 +9,8 @@
  * parameter; the filters are exact conditions on the joined `messages` row, as on SQLite. Relevance ranks the same
  * window (the RELEVANCE_WINDOW most recent matches) by FTS5's bm25 computed over the same statistics (fts.ts).
  */
-import { atomically, type MessageScope, type Queryable } from './message-scope.ts';
+import { atomically } from './message-scope.ts';
+import type { PgScope, Queryable } from './scope.ts';
 import {
   RELEVANCE_WINDOW,
   SEARCH_SOURCES,
@@ -117,7 +118,7 @@ function snippetOf(body: string, include: readonly Phrase[]): string {
 
 export type PgSearchIndex = ReturnType<typeof pgSearchIndex>;
 
-export function pgSearchIndex(scope: MessageScope) {
+export function pgSearchIndex(scope: PgScope) {
   const { sql } = scope;
   return {
     /** searchIndex.chatName. */
