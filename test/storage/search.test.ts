@@ -171,6 +171,22 @@ describe('search on both engines', () => {
     expect(await ids('rolled')).toEqual([]);
     await put(incomingText(CHAT, 'b', 101, 'still here'));
     expect(await ids('still')).toEqual(['b']);
+    // A later copy without the media keeps the stored media (and its file name stays searchable); another sender.
+    const doc = {
+      ...incomingText(CHAT, 'd', 102, 'see attached'),
+      type: 'document' as const,
+      media: { url: '/y', mimetype: 'application/pdf', filename: 'Budget-2027.pdf', size: 1 },
+    };
+    await put(doc);
+    await put({ ...doc, media: null, text: 'see the attached budget' });
+    expect(await ids('budget')).toEqual(['d']);
+    expect(await ids('"budget 2027"')).toEqual(['d']);
+    await put({ ...doc, media: null, text: '', senderJid: OTHER });
+    expect(await ids('2027', { senderJid: CHAT })).toEqual(['d']); // a copy does not change the sender
+    await put({ ...incomingText(CHAT, 'e', 103, ''), type: 'text' });
+    await put({ ...incomingText(CHAT, 'e', 103, 'now with words') });
+    await put({ ...incomingText(CHAT, 'e', 103, '  ') });
+    expect(await ids('words')).toEqual([]);
     await e.setStatus('stopped');
     expect(await ids('still')).toEqual([]);
   });

@@ -29,8 +29,8 @@ import {
   type StoredMessage,
 } from '../../messages.ts';
 import { atomically, pgText } from './message-scope.ts';
-import type { PgScope } from './scope.ts';
-import { writeIndexRow, type PgIndexSource } from './search.ts';
+import type { PgScope, Queryable } from './scope.ts';
+import { indexEntryOf, writeIndexRow, type PgIndexSource } from './search.ts';
 
 interface RawRow {
   id: string;
@@ -207,12 +207,30 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
   return {
     /** messagesRepo.upsert: inserts or merges a message (a later copy never lowers its ack); true when it was new. */
     upsert(connectionId: string, m: StoredMessage, known?: { existed: boolean }): Promise<boolean> {
+      const text = pgText(m.text);
+      const media = m.media ? mediaColumn(m.media) : null;
+      // The index entry of the row as this copy writes it. One round trip writes both when the stored row ends up
+      // as assumed (new, or merged without older media or another sender); otherwise the entry is written again
+      // from the row the statement returns.
+      const entry = indexEntryOf({
+        connection_id: connectionId,
+        id: m.id,
+        chat_id: m.chatId,
+        sender_jid: m.senderJid,
+        type: m.type,
+        from_me: m.fromMe,
+        text,
+        media,
+      });
+      const matches = (sql: Queryable) =>
+        sql`m.media IS NOT DISTINCT FROM ${media}::text AND m.sender_jid = ${m.senderJid} AND m.chat_id = ${m.chatId} AND m.from_me = ${m.fromMe}`;
       return atomically(scope, async (sql) => {
-        const [r] = await sql<Array<PgIndexSource & { inserted: boolean }>>`
+        const [r] = await sql<Array<PgIndexSource & { inserted: boolean; handled: boolean }>>`
+        WITH m AS (
         INSERT INTO messages AS t (connection_id, id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name,
           type, text, quoted_id, media, ack, raw, mentions, kind, raw_type, content, message_secret, is_forwarded)
         VALUES (${connectionId}, ${m.id}, ${m.chatId}, ${m.keyId}, ${m.fromMe}, ${m.timestamp}, ${m.senderJid}, ${pgText(m.senderPushName)},
-          ${m.type}, ${pgText(m.text)}, ${m.quotedMessageId}, ${m.media ? mediaColumn(m.media) : null}, ${m.ack}::integer,
+          ${m.type}, ${text}, ${m.quotedMessageId}, ${media}, ${m.ack}::integer,
           ${m.raw ? Buffer.from(m.raw) : null}::bytea, ${m.mentions?.length ? JSON.stringify(m.mentions) : null},
           ${m.kind}, ${m.rawType}, ${contentJson(m)}, ${m.messageSecret ? Buffer.from(m.messageSecret) : null}::bytea, ${!!m.isForwarded})
         ON CONFLICT (connection_id, id) DO UPDATE SET
@@ -224,9 +242,24 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
           media = COALESCE(excluded.media, t.media), ack = GREATEST(COALESCE(t.ack, 0), COALESCE(excluded.ack, 0)),
           raw = COALESCE(excluded.raw, t.raw), mentions = COALESCE(excluded.mentions, t.mentions),
           is_forwarded = t.is_forwarded OR excluded.is_forwarded
-        RETURNING connection_id, id, chat_id, sender_jid, type, from_me, timestamp, seq, text, media, (xmax = 0) AS inserted`;
+        RETURNING connection_id, id, chat_id, sender_jid, type, from_me, timestamp, seq, text, media, (xmax = 0) AS inserted
+        ), ${
+          entry
+            ? sql`indexed AS (
+          INSERT INTO message_search (connection_id, message_id, rowid, body, ntokens, tags, tsv)
+          SELECT m.connection_id, m.id, (LEAST(GREATEST(m.timestamp, 0), 2147483647) << 32) | (m.seq & 4294967295),
+            ${entry.body}, ${entry.ntokens}, ${entry.tags}::text[], ${entry.tsv}::tsvector
+          FROM m WHERE ${matches(sql)}
+          ON CONFLICT (connection_id, message_id) DO UPDATE SET
+            rowid = excluded.rowid, body = excluded.body, ntokens = excluded.ntokens, tags = excluded.tags, tsv = excluded.tsv
+          RETURNING 1)`
+            : sql`indexed AS (
+          DELETE FROM message_search s USING m WHERE s.connection_id = m.connection_id AND s.message_id = m.id AND ${matches(sql)}
+          RETURNING 1)`
+        }
+        SELECT m.*, (${matches(sql)}) AS handled FROM m`;
         const existed = known ? known.existed : !r!.inserted;
-        await writeIndexRow(sql, r!, !existed);
+        if (!r!.handled) await writeIndexRow(sql, r!, !existed);
         return !existed;
       });
     },

@@ -70,25 +70,40 @@ function rowidOf(timestamp: number, seq: number): bigint {
 
 const SOURCE_COLUMNS = 'connection_id, id, chat_id, sender_jid, type, from_me, timestamp, seq, text, media';
 
-/**
- * Writes (or removes) the index row of a message from its `messages` row: search.ts indexRow. Exported for the
- * messages repository, which has the row at hand after its upsert.
- */
-export async function writeIndexRow(sql: Queryable, r: PgIndexSource, fresh = false): Promise<void> {
+/** What the index holds for a message (search.ts indexRow), or null when it has nothing to search. */
+export interface IndexEntry {
+  body: string;
+  ntokens: number;
+  tags: string[];
+  tsv: string;
+}
+
+/** The index entry of a `messages` row (its columns as stored; `timestamp` and `seq` are not read). */
+export function indexEntryOf(r: Omit<PgIndexSource, 'timestamp' | 'seq'>): IndexEntry | null {
   const row = r as unknown as Record<string, unknown>;
   const body =
     r.type === 'revoked'
       ? ''
       : searchBody(SEARCH_SOURCES.map((s) => (s.text ? s.text(row[s.column]) : (row[s.column] as string | null))));
-  if (body.trim() === '') {
+  if (body.trim() === '') return null;
+  const tokens = tokenize(body);
+  return { body, ntokens: tokens.length, tags: tagsOf(r), tsv: tsvectorLiteral(tokens) };
+}
+
+/**
+ * Writes (or removes) the index row of a message from its `messages` row: search.ts indexRow. Exported for the
+ * messages repository, which has the row at hand after its writes.
+ */
+export async function writeIndexRow(sql: Queryable, r: PgIndexSource, fresh = false): Promise<void> {
+  const e = indexEntryOf(r);
+  if (!e) {
     if (!fresh) await sql`DELETE FROM message_search WHERE connection_id = ${r.connection_id} AND message_id = ${r.id}`;
     return;
   }
-  const tokens = tokenize(body);
   await sql`
     INSERT INTO message_search (connection_id, message_id, rowid, body, ntokens, tags, tsv)
-    VALUES (${r.connection_id}, ${r.id}, ${rowidOf(r.timestamp, r.seq).toString()}::bigint, ${body}, ${tokens.length},
-            ${tagsOf(r)}::text[], ${tsvectorLiteral(tokens)}::tsvector)
+    VALUES (${r.connection_id}, ${r.id}, ${rowidOf(r.timestamp, r.seq).toString()}::bigint, ${e.body}, ${e.ntokens},
+            ${e.tags}::text[], ${e.tsv}::tsvector)
     ON CONFLICT (connection_id, message_id) DO UPDATE SET
       rowid = excluded.rowid, body = excluded.body, ntokens = excluded.ntokens, tags = excluded.tags, tsv = excluded.tsv`;
 }
