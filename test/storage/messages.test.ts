@@ -274,7 +274,7 @@ describe('contacts and group metadata', () => {
           name,
           pushName,
           isGroup: jid.endsWith('@g.us'),
-          lid: jid === '1@s.whatsapp.net' ? '111@lid' : null,
+          lid: jid === '1@s.whatsapp.net' || jid === '0@s.whatsapp.net' ? '111@lid' : null,
         });
       await r.contacts.upsert(CONNECTION, { jid: '1@s.whatsapp.net', name: null, pushName: 'Al', phoneNumber: '+1' }); // merges, keeps the name
       return null;
@@ -370,6 +370,7 @@ describe('messages', () => {
       ),
       await r.messages.upsert(CONNECTION, msg(5, 'incoming', { raw: Uint8Array.from([9]) })),
       await r.messages.upsert(CONNECTION, msg(7, 'later incoming', { raw: Uint8Array.from([8]), fromMe: false })),
+      await r.messages.upsert(CONNECTION, msg(8, 'same key, other side', { keyId: 'K0001', fromMe: false })),
     ]);
     await e.both(async (r) => ({
       get: await r.messages.get(CONNECTION, first.id),

@@ -187,6 +187,20 @@ describe('search on both engines', () => {
     await put({ ...incomingText(CHAT, 'e', 103, 'now with words') });
     await put({ ...incomingText(CHAT, 'e', 103, '  ') });
     expect(await ids('words')).toEqual([]);
+    // The index's own methods: remove a row, bring it back from the message, and the chat's display name.
+    await e.both((r) => r.search.remove(CONNECTION, `false_${CHAT}_b`));
+    expect(await ids('still')).toEqual([]);
+    await e.both((r) => r.search.reindex(CONNECTION, `false_${CHAT}_b`));
+    await e.both((r) => r.search.reindex(CONNECTION, 'nope'));
+    expect(await ids('still')).toEqual(['b']);
+    await e.both(async (r) => {
+      const names = [await r.search.chatName(CONNECTION, CHAT)];
+      await r.contacts.upsert(CONNECTION, { jid: CHAT, pushName: 'Alice push' });
+      names.push(await r.search.chatName(CONNECTION, CHAT));
+      await r.chats.upsertMeta(CONNECTION, { id: CHAT, isGroup: false, name: 'Alice chat' });
+      names.push(await r.search.chatName(CONNECTION, CHAT), await r.search.chatName(CONNECTION, OTHER));
+      return names;
+    });
     await e.setStatus('stopped');
     expect(await ids('still')).toEqual([]);
   });

@@ -28,11 +28,11 @@ export function pgContactsRepo({ sql }: PgScope) {
       const rows = await sql`SELECT 1 FROM contacts WHERE connection_id = ${connectionId} AND jid = ${jid}`;
       return rows.length > 0;
     },
-    /** contactsRepo.jidForLid. */
+    /** contactsRepo.jidForLid (the first by JID when several share the LID, as SQLite's scan finds it). */
     async jidForLid(connectionId: string, lid: string): Promise<string | undefined> {
       const [r] = await sql<
         Array<{ jid: string }>
-      >`SELECT jid FROM contacts WHERE connection_id = ${connectionId} AND lid = ${lid} LIMIT 1`;
+      >`SELECT jid FROM contacts WHERE connection_id = ${connectionId} AND lid = ${lid} ORDER BY jid LIMIT 1`;
       return r?.jid;
     },
     /** contactsRepo.nameOf. */

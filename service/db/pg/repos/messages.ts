@@ -289,11 +289,11 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
         WHERE connection_id = ${connectionId} AND chat_id = ${chatId} AND key_id = ${keyId} ORDER BY from_me LIMIT 2`;
       return r && (await withReactions(connectionId, [r]))[0];
     },
-    /** messagesRepo.findByKeyId (without reactions, as on SQLite). */
+    /** messagesRepo.findByKeyId (without reactions, as on SQLite; the first by id, the order of SQLite's key index). */
     async findByKeyId(connectionId: string, keyId: string): Promise<Message | undefined> {
       const [r] = await sql<
         RawRow[]
-      >`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND key_id = ${keyId} LIMIT 1`;
+      >`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND key_id = ${keyId} ORDER BY id LIMIT 1`;
       return r && toMessage(r, connectionId, urls);
     },
     /** messagesRepo.setRaw. */
@@ -432,7 +432,7 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
     /** messagesRepo.findRawByKeyId. */
     async findRawByKeyId(connectionId: string, keyId: string): Promise<Buffer | undefined> {
       const [r] = await sql<Array<{ raw: Buffer }>>`SELECT raw FROM messages
-        WHERE connection_id = ${connectionId} AND key_id = ${keyId} AND raw IS NOT NULL LIMIT 1`;
+        WHERE connection_id = ${connectionId} AND key_id = ${keyId} AND raw IS NOT NULL ORDER BY id LIMIT 1`;
       return r?.raw ?? undefined;
     },
     /** messagesRepo.page. */
