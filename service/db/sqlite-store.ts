@@ -29,7 +29,7 @@ const REPOS = Object.keys(REPO_NAMES) as Array<keyof Repos>;
 
 /**
  * Each method of `repo` as one returning a Promise; `call` runs the method (and decides when). A generator method
- * (messages.iterate) stays as it is (iterated with `for await`, each batch read when reached); an object of methods
+ * (messages.iterate) becomes an async iterable whose every step is such a call; an object of methods
  * (messages.rendered) is wrapped the same way.
  */
 function wrapRepo(
@@ -38,8 +38,13 @@ function wrapRepo(
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(repo)) {
-    if (typeof value === 'function' && value.constructor.name === 'GeneratorFunction') out[name] = (value as () => unknown).bind(repo);
-    else if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
+    if (typeof value === 'function' && value.constructor.name === 'GeneratorFunction') {
+      out[name] = (...args: unknown[]): AsyncIterable<unknown> => {
+        const it = (value as (...a: unknown[]) => Generator<unknown>).apply(repo, args);
+        const step = (fn: (...a: unknown[]) => unknown, a: unknown[]) => call(fn, it, a) as Promise<IteratorResult<unknown>>;
+        return { [Symbol.asyncIterator]: () => ({ next: () => step(it.next as (...a: unknown[]) => unknown, []), return: (v?: unknown) => step(it.return as (...a: unknown[]) => unknown, [v]) }) };
+      };
+    } else if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
     else if (value !== null && typeof value === 'object') out[name] = wrapRepo(value as Record<string, unknown>, call);
   }
   return out;

@@ -2,7 +2,7 @@
  * The message side of the asynchronous storage interface (store-api.ts `Repos` extends MessageRepos): chats,
  * contacts, group metadata, messages and the search index, each `Async<>` of its SQLite twin — except two members
  * of messages that are not plain methods there: `rendered` (an object of page methods, each asynchronous here) and
- * `iterate` (a generator there, an async iterable here; SQLite's sync generator is iterated with `for await` too).
+ * `iterate` (a generator there, an async iterable here: sqlite-store.ts runs each of its steps as a repository call).
  * MESSAGE_REPO_FACTORIES builds them on PostgreSQL, MESSAGE_REPO_NAMES names them in the SQLite store.
  */
 import type { chatsRepo } from '../../chats.ts';
@@ -24,7 +24,7 @@ type SyncMessages = ReturnType<typeof messagesRepo>;
 /** messagesRepo, asynchronous (see the module comment). */
 export type AsyncMessages = Async<Omit<SyncMessages, 'iterate'>> & {
   rendered: Async<SyncMessages['rendered']>;
-  iterate(...args: Parameters<SyncMessages['iterate']>): AsyncIterable<Message> | Iterable<Message>;
+  iterate(...args: Parameters<SyncMessages['iterate']>): AsyncIterable<Message>;
 };
 
 export interface MessageRepos {
