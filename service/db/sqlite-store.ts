@@ -6,11 +6,10 @@
  * `begin()` halves so the work may `await` its repository calls in between. See docs/architecture.md § Storage
  * engines.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { MESSAGE_REPO_NAMES } from './pg/repos/message-repos.ts';
 import { Serial } from './serial.ts';
 import { openStore, type Store as SyncStore, type StoreOptions } from './store.ts';
-import { NestedTransactionError, type Repos, type Store, type TxOptions, type Work } from './store-api.ts';
+import type { Repos, Store, TxOptions, Work } from './store-api.ts';
 
 /** Every repository of Repos, by the name the synchronous store has it under (a Repos key missing here fails to typecheck). */
 const REPO_NAMES: Record<keyof Repos, true> = {
@@ -63,7 +62,6 @@ export function openSqliteStore(dataDir: string, opts: StoreOptions = {}): Store
 
 /** The asynchronous Store over `sync`, which it owns from now on (use it only through this Store). */
 export function sqliteStore(sync: SyncStore): Store {
-  const inWork = new AsyncLocalStorage<true>();
   // ---- one transaction or unit at a time ------------------------------------------------------------------
   const turns = new Serial();
   const acquire = () => turns.acquire();
@@ -110,7 +108,6 @@ export function sqliteStore(sync: SyncStore): Store {
   });
 
   async function run<T>(kind: 'tx' | 'ingest', work: Work<T>, opts: TxOptions = {}): Promise<T> {
-    if (inWork.getStore()) throw new NestedTransactionError();
     const wait = acquire();
     if (wait) await wait;
     let handle: ReturnType<SyncStore['begin']>;
@@ -122,7 +119,7 @@ export function sqliteStore(sync: SyncStore): Store {
     }
     let result: T;
     try {
-      result = await inWork.run(true, () => work(inside));
+      result = await work(inside);
     } catch (err) {
       try {
         handle.rollback();

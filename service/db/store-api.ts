@@ -64,8 +64,10 @@ export interface TxOptions {
 
 /**
  * A transaction's work, or a unit of the group commit: gets the transaction's repositories and must use only them
- * (no other I/O it would wait for: on SQLite the connection is held meanwhile). Calling `tx`/`ingest` from inside
- * one throws (no nested transactions).
+ * (no other I/O it would wait for: on SQLite the connection is held meanwhile). There are no nested transactions:
+ * `tx`/`ingest` called from inside one waits for it to end (on SQLite, forever; on PostgreSQL it would run on
+ * another connection, outside it). Not detected (AsyncLocalStorage would cost every Promise of the process on
+ * Node 20).
  */
 export type Work<T> = (t: Repos) => Promise<T>;
 
@@ -112,12 +114,4 @@ export interface Store {
   onCommitFailure(listener: (err: Error) => void): () => void;
   /** Commits what is pending and closes the database; the Store is unusable afterwards. */
   close(): Promise<void>;
-}
-
-/** Thrown by `tx`/`ingest` called from inside a transaction's work. */
-export class NestedTransactionError extends Error {
-  constructor() {
-    super('tx()/ingest() called inside a transaction: use the repositories it was given');
-    this.name = 'NestedTransactionError';
-  }
 }

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TransactionObserver } from '../../service/db/store.ts';
-import { NestedTransactionError, type Repos, type Store } from '../../service/db/store-api.ts';
+import type { Repos, Store } from '../../service/db/store-api.ts';
 import { ENGINES, openEngine, type EngineUnderTest } from './engines.ts';
 
 /** An observer that keeps what units add beside the transaction, and records what it announced. */
@@ -179,11 +179,5 @@ describe.each(ENGINES)('durability on %s', (engine) => {
     await store.tx(async () => void rec.pending.push('tx-kept'));
     expect(rec.announced).toEqual(['o1', 'o3', 'tx-kept']);
     expect(rec.pending).toEqual([]);
-  });
-
-  it('refuses a transaction inside a transaction', async () => {
-    await expect(store.tx(() => store.tx(async () => 1))).rejects.toThrow(NestedTransactionError);
-    await expect(store.ingest(() => store.ingest(async () => 1))).rejects.toThrow(NestedTransactionError);
-    expect(await store.tx(async (t) => (await t.users.get(userA))?.name)).toBe('a');
   });
 });

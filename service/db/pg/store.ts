@@ -14,10 +14,9 @@
  * - **Seq.** An event's per-user seq is taken in the committing transaction by the events repository
  *   (pg/repos/events.ts): gap-free and in commit order across hosts.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Serial } from '../serial.ts';
 import type { StorageState, TransactionObserver } from '../store.ts';
-import { NestedTransactionError, type Store, type TxOptions, type Work } from '../store-api.ts';
+import type { Store, TxOptions, Work } from '../store-api.ts';
 import { openPg, type PgOptions, type Sql } from './client.ts';
 import { migratePg } from './migrations.ts';
 import { pgRepos } from './repos/index.ts';
@@ -63,6 +62,10 @@ interface Unit {
 
 interface Batch {
   accepting: boolean;
+  /** Set when the transaction ended (committed or failed): its loop must take no more units. */
+  over: boolean;
+  /** The unit running now (rejected with the batch if the connection dies under it). */
+  running?: Unit;
   /** Commit as soon as the queue is empty, without waiting for the window (a tx or durable() waits for it). */
   closeEarly: boolean;
   units: Unit[];
@@ -79,7 +82,7 @@ function newBatch(): Batch {
     settle = (err) => (err === undefined ? resolve() : reject(err as Error));
   });
   done.catch(() => undefined); // observed through the units and durable()
-  return { accepting: true, closeEarly: false, units: [], waiters: [], done, settle };
+  return { accepting: true, over: false, closeEarly: false, units: [], waiters: [], done, settle };
 }
 
 /** The Store over the pool `sql` (its schema migrated), which it owns from now on: `close()` ends it. */
@@ -87,7 +90,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
   const windowMs = opts.batchWindowMs ?? 4;
   const maxUnits = opts.maxBatchUnits ?? 1_000;
   const writer = new Serial();
-  const inWork = new AsyncLocalStorage<true>();
   const read = pgRepos({ sql, inTx: false });
 
   // ---- observers, storage state ------------------------------------------------------------------------------
@@ -159,15 +161,21 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       await sql.begin(async (t) => {
         const repos = pgRepos({ sql: t, inTx: true });
         for (;;) {
+          if (batch.over) return; // the connection died under the last unit: the batch failed without it
           const unit = queue.shift();
           if (unit) {
             const unitMarks = markAll();
+            batch.running = unit;
             try {
-              unit.result = await inWork.run(true, () => t.savepoint((s) => unit.work(pgRepos({ sql: s, inTx: true }))));
+              unit.result = await t.savepoint((s) => unit.work(pgRepos({ sql: s, inTx: true })));
+              if (batch.over) return;
               batch.units.push(unit);
             } catch (err) {
+              if (batch.over) return;
               rollBackTo(unitMarks);
               unit.reject(err);
+            } finally {
+              batch.running = undefined;
             }
             if (batch.units.length >= maxUnits) break;
             continue;
@@ -184,16 +192,18 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
           wake = undefined;
         }
         batch.accepting = false;
-        while (deferred.length > 0) await inWork.run(true, () => deferred.shift()!(repos));
+        while (deferred.length > 0) await deferred.shift()!(repos);
       });
     } catch (err) {
       failure = err;
     }
     batch.accepting = false;
+    batch.over = true;
     current = undefined;
     if (failure !== undefined) {
       rollBackTo(marks);
       commitFailed(failure);
+      if (batch.running) batch.units.push(batch.running);
       for (const unit of batch.units) unit.reject(failure);
       batch.settle(failure);
     } else {
@@ -223,7 +233,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
   };
 
   async function tx<T>(work: Work<T>, opts: TxOptions = {}): Promise<T> {
-    if (inWork.getStore()) throw new NestedTransactionError();
     // As SQLite's tx commits the open batch first: the batches before this tx commit without waiting for their window.
     if (current?.accepting) hurry(current);
     if (next) hurry(next);
@@ -233,7 +242,7 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       try {
         result = await sql.begin(async (t) => {
           if (opts.relaxed) await t`SET LOCAL synchronous_commit = off`;
-          return inWork.run(true, () => work(pgRepos({ sql: t, inTx: true })));
+          return work(pgRepos({ sql: t, inTx: true }));
         }) as T;
       } catch (err) {
         rollBackTo(marks);
@@ -250,7 +259,6 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     engine: 'postgres',
     tx,
     ingest<T>(unit: Work<T>): Promise<T> {
-      if (inWork.getStore()) return Promise.reject(new NestedTransactionError());
       return new Promise<T>((resolve, reject) => {
         queue.push({ work: unit as Work<unknown>, resolve: resolve as (v: unknown) => void, reject });
         kick();
