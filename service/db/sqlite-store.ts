@@ -165,6 +165,7 @@ export function sqliteStore(sync: SyncStore): Store {
       else sync.whenDurable(cb);
     },
     durable: () => inTurn(() => sync.durable()).then((p) => p),
+    isDurable: () => !turns.busy && sync.isDurable(),
     read,
     observeTransactions(observer) {
       if (turns.busy) void inTurn(() => sync.observeTransactions(observer));

@@ -98,6 +98,11 @@ export interface Store {
   /** Resolves once everything written so far is durable (commits the open batch without waiting for its window). */
   durable(): Promise<void>;
   /**
+   * True when nothing written is waiting for its commit or sync (`durable()` would resolve at once): lets an API
+   * response that follows no write skip the wait.
+   */
+  isDurable(): boolean;
+  /**
    * The repositories outside any transaction: reads see what is committed (on SQLite also the open batch, as the
    * synchronous store does), a write commits on its own (a repository's multi-statement write, such as
    * `deliveries.claim`, in a transaction of its own).

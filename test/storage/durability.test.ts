@@ -131,11 +131,13 @@ describe.each(ENGINES)('durability on %s', (engine) => {
       return 'ok';
     });
     store.whenDurable(() => void count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%commit-first%'`).then((n) => (durableSeen = n)));
+    expect(store.isDurable()).toBe(false);
     expect(await done).toBe('ok');
     expect(seen).toEqual([0]);
     expect(await count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%commit-first%'`)).toBe(1);
     await expect.poll(() => durableSeen).toBe(1);
     await store.durable();
+    expect(store.isDurable()).toBe(true);
   });
 
   it('writes beforeCommit writes in the batch, before its COMMIT; a failing one fails the batch', async () => {
@@ -179,5 +181,33 @@ describe.each(ENGINES)('durability on %s', (engine) => {
     await store.tx(async () => void rec.pending.push('tx-kept'));
     expect(rec.announced).toEqual(['o1', 'o3', 'tx-kept']);
     expect(rec.pending).toEqual([]);
+  });
+
+  it('keeps a write made outside while a unit runs out of that unit (it survives the unit\'s rollback)', async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    let go!: () => void;
+    const gate = new Promise<void>((resolve) => (go = resolve));
+    const unit = store.ingest(async (t) => {
+      await t.billing.setLocalSlots(userB, 1);
+      entered();
+      await gate;
+      throw new Error('rolled back');
+    });
+    await inside;
+    const outsideWrite = store.read.billing.setLocalSlots(userA, 7);
+    go();
+    await expect(unit).rejects.toThrow('rolled back');
+    await outsideWrite;
+    await store.durable();
+    expect(await store.read.billing.localSlots(userA)).toBe(7);
+    expect(await store.read.billing.localSlots(userB)).toBeUndefined();
+  });
+
+  it('commits a relaxed transaction, and a transaction waits for the batch before it', async () => {
+    const unit = store.ingest(async (t) => (await t.events.append(userB, null, 'message', { tag: 'before-tx' })).seq);
+    const seq = await store.tx(async (t) => (await t.events.append(userB, null, 'message', { tag: 'relaxed' })).seq, { relaxed: true });
+    expect(await unit).toBe(seq - 1);
+    expect(await count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%relaxed%'`)).toBe(1);
   });
 });

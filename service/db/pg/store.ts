@@ -279,6 +279,7 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       hurry(batch);
       await batch.done;
     },
+    isDurable: () => current === undefined && next === undefined && queue.length === 0 && deferred.length === 0 && !writer.busy,
     read,
     observeTransactions(observer) {
       observers.push(observer);
