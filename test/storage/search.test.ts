@@ -205,6 +205,21 @@ describe('search on both engines', () => {
     expect(await ids('still')).toEqual([]);
   });
 
+  it('keeps the index in the group commit: a unit that throws takes its message and its index row with it', async () => {
+    await e.both(async (_r, _engine, store) => {
+      const kept = store.ingest(async (t) => t.messages.upsert(CONNECTION, incomingText(CHAT, 'a', 100, 'kept words')));
+      const failed = store
+        .ingest(async (t) => {
+          await t.messages.upsert(CONNECTION, incomingText(CHAT, 'b', 101, 'dropped words'));
+          throw new Error('unit failed');
+        })
+        .catch((err: Error) => err.message);
+      return [await kept, await failed];
+    });
+    expect(await ids('words')).toEqual(['a']);
+    expect(await e.both((r) => r.messages.get(CONNECTION, `false_${CHAT}_b`))).toBeUndefined();
+  });
+
   it('filters by chat, sender, type, kind, direction, time, scopes to the given connections, and pages in both orders', async () => {
     const other = await e.addConnection('99999999-2222-4333-8444-555555555555');
     for (let i = 0; i < 30; i++) {
