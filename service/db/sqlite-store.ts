@@ -6,6 +6,7 @@
  * `begin()` halves so the work may `await` its repository calls in between. See docs/architecture.md § Storage
  * engines.
  */
+import { MESSAGE_REPO_NAMES } from './pg/repos/message-repos.ts';
 import { Serial } from './serial.ts';
 import { openStore, type Store as SyncStore, type StoreOptions } from './store.ts';
 import type { Repos, Store, TxOptions, Work } from './store-api.ts';
@@ -21,17 +22,29 @@ const REPO_NAMES: Record<keyof Repos, true> = {
   deliveries: true,
   idempotency: true,
   billing: true,
+  ...MESSAGE_REPO_NAMES,
 };
 const REPOS = Object.keys(REPO_NAMES) as Array<keyof Repos>;
 
-/** Each method of `repo` as one returning a Promise; `call` runs the method (and decides when). */
+/**
+ * Each method of `repo` as one returning a Promise; `call` runs the method (and decides when). A generator method
+ * (messages.iterate) becomes an async iterable whose every step is such a call; an object of methods
+ * (messages.rendered) is wrapped the same way.
+ */
 function wrapRepo(
   repo: Record<string, unknown>,
   call: (fn: (...a: unknown[]) => unknown, self: unknown, args: unknown[]) => Promise<unknown>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(repo)) {
-    if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
+    if (typeof value === 'function' && value.constructor.name === 'GeneratorFunction') {
+      out[name] = (...args: unknown[]): AsyncIterable<unknown> => {
+        const it = (value as (...a: unknown[]) => Generator<unknown>).apply(repo, args);
+        const step = (fn: (...a: unknown[]) => unknown, a: unknown[]) => call(fn, it, a) as Promise<IteratorResult<unknown>>;
+        return { [Symbol.asyncIterator]: () => ({ next: () => step(it.next as (...a: unknown[]) => unknown, []), return: (v?: unknown) => step(it.return as (...a: unknown[]) => unknown, [v]) }) };
+      };
+    } else if (typeof value === 'function') out[name] = (...args: unknown[]) => call(value as (...a: unknown[]) => unknown, repo, args);
+    else if (value !== null && typeof value === 'object') out[name] = wrapRepo(value as Record<string, unknown>, call);
   }
   return out;
 }

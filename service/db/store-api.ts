@@ -20,6 +20,7 @@ import type { connectionsRepo } from './connections.ts';
 import type { deliveriesRepo } from './deliveries.ts';
 import type { eventsRepo } from './events.ts';
 import type { idempotencyRepo } from './idempotency.ts';
+import type { MessageRepos } from './pg/repos/message-repos.ts';
 import type { StorageState, TransactionObserver } from './store.ts';
 import type { tokensRepo } from './tokens.ts';
 import type { usersRepo } from './users.ts';
@@ -33,7 +34,7 @@ export type Async<T> = {
 };
 
 /** The repositories of both engines, each `Async<>` of its SQLite twin (service/db/<table>.ts). */
-export interface Repos {
+export interface Repos extends MessageRepos {
   users: Async<ReturnType<typeof usersRepo>>;
   tokens: Async<ReturnType<typeof tokensRepo>>;
   connections: Async<ReturnType<typeof connectionsRepo>>;
@@ -46,8 +47,7 @@ export interface Repos {
   deliveries: Async<ReturnType<typeof deliveriesRepo>>;
   idempotency: Async<ReturnType<typeof idempotencyRepo>>;
   billing: Async<ReturnType<typeof billingRepo>>;
-  // Chats, messages, contacts, group metadata and search join here with their PostgreSQL repositories; a repository
-  // added here is added to REPO_NAMES (sqlite-store.ts) and FACTORIES (pg/repos/index.ts) too, or neither compiles.
+  // Chats, contacts, group metadata, messages and search: MessageRepos (pg/repos/message-repos.ts).
 }
 
 /** Which database a Store keeps its data in. */

@@ -12,6 +12,7 @@
  */
 import type { Sql } from './client.ts';
 import { coreSchema } from './schema/001-core.ts';
+import { messagesSchema } from './schema/002-messages.ts';
 
 export interface PgMigration {
   /** 1, 2, …: its position in PG_MIGRATIONS. */
@@ -23,7 +24,10 @@ export interface PgMigration {
 }
 
 /** Every migration of this build, in order (version = index + 1). */
-export const PG_MIGRATIONS: readonly PgMigration[] = [{ version: 1, name: 'core', sql: coreSchema }];
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  { version: 1, name: 'core', sql: coreSchema },
+  { version: 2, name: 'messages', sql: messagesSchema },
+];
 
 /** The database cannot be used by this build (its schema is newer, or not Switchboard's). */
 export class PgSchemaError extends Error {

@@ -9,6 +9,7 @@ import { pgConnectionsRepo } from './connections.ts';
 import { pgDeliveriesRepo } from './deliveries.ts';
 import { pgEventsRepo } from './events.ts';
 import { pgIdempotencyRepo } from './idempotency.ts';
+import { MESSAGE_REPO_FACTORIES } from './message-repos.ts';
 import type { PgScope } from './scope.ts';
 import { pgTokensRepo } from './tokens.ts';
 import { pgUsersRepo } from './users.ts';
@@ -25,6 +26,7 @@ const FACTORIES: { [K in keyof Repos]: (scope: PgScope) => Repos[K] } = {
   deliveries: pgDeliveriesRepo,
   idempotency: pgIdempotencyRepo,
   billing: pgBillingRepo,
+  ...MESSAGE_REPO_FACTORIES,
 };
 
 /** The repositories over `scope`, each made when first read. */
