@@ -19,6 +19,7 @@ Commands:
   token     Create, list and revoke API tokens (create | list | revoke)
   user      List, create, disable and enable users (list | create | disable | enable)
   sandbox   Run only the WhatsApp-protocol sandbox
+  migrate   Copy a desktop data dir's database into PostgreSQL (--from DATA_DIR --to postgres://…)
 
 Run 'switchboard <command> --help' for a command's options. 'switchboard --version' prints the version.
 `;
@@ -37,6 +38,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./user.ts')).userCommand(rest);
       case 'sandbox':
         return await (await import('./sandbox.ts')).sandboxCommand(rest);
+      case 'migrate':
+        return await (await import('./migrate.ts')).migrateCommand(rest);
       case '-h':
       case '--help':
       case 'help':
@@ -58,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** The commands: a ConfigError (a bad flag or variable value) points at the running command's `--help`. */
-const COMMANDS = new Set(['serve', 'token', 'user', 'sandbox']);
+const COMMANDS = new Set(['serve', 'token', 'user', 'sandbox', 'migrate']);
 
 /** Prints `err` for the user and returns the exit code; `command` is the command that was running. */
 function report(err: unknown, command: string | undefined): number {

@@ -13,6 +13,17 @@ import { StartupError } from './config-error.ts';
 
 export { StartupError };
 
+/** Another process holds the data dir's lock (a running `serve`); `pid` when its PID file names it. */
+export class DataDirInUseError extends StartupError {
+  constructor(
+    readonly dir: string,
+    readonly pid: number | undefined,
+  ) {
+    super(`data dir ${dir} is in use by another Switchboard process${pid ? ` (PID ${pid})` : ''}; stop it or pass another --data-dir`);
+    this.name = 'DataDirInUseError';
+  }
+}
+
 /** Held lock; `release()` closes the lock file and removes the PID file (idempotent). */
 export interface DataDirLock {
   release(): void;
@@ -84,7 +95,8 @@ function mkdirCause(dir: string, err: unknown): unknown {
 /**
  * Checks `dataDir` (created when missing) and takes its exclusive lock.
  * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
- *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ *   denied, read-only file system); DataDirInUseError (a StartupError) when another process holds the lock, naming
+ *   the PID holding it.
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   const dir = ensureUsableDir(dataDir, 'data dir');
@@ -107,10 +119,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     db.close();
     const code = (err as { code?: string }).code ?? '';
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-      const pid = readPid(pidFile);
-      throw new StartupError(
-        `data dir ${dir} is in use by another Switchboard process${pid ? ` (PID ${pid})` : ''}; stop it or pass another --data-dir`,
-      );
+      throw new DataDirInUseError(dir, readPid(pidFile));
     }
     throw unusable(cause(err));
   }

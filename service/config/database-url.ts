@@ -88,9 +88,14 @@ export function parseDatabaseUrl(value: string, source: string): DatabaseUrl {
  * password scrubbed from the cause as well.
  */
 export function databaseRefusal(err: unknown, database: DatabaseUrl): StartupError {
+  return new StartupError(`cannot use database ${database.display}: ${causeWithoutPassword(err, database)}`);
+}
+
+/** The first line of `err`'s message with the password of `database` (as written and decoded) replaced by `***`. */
+export function causeWithoutPassword(err: unknown, database: DatabaseUrl): string {
   let why = err instanceof Error ? err.message.split('\n')[0]! : String(err);
   for (const secret of passwordsOf(database.reveal())) why = why.replaceAll(secret, PASSWORD_MASK);
-  return new StartupError(`cannot use database ${database.display}: ${why}`);
+  return why;
 }
 
 /** The password of `url` as written and decoded (empty ones left out). */
