@@ -22,14 +22,15 @@ import {
   CopySourceError,
   CopyVerificationError,
   TargetNotEmptyError,
+  COPIED_TABLES,
   copySqliteToPg,
   firstNonEmptyTable,
+  type CopyProgress,
   type TableCount,
 } from '../db/pg/copy-from-sqlite.ts';
 import { migratePg, PgSchemaError } from '../db/pg/migrations.ts';
 import { isPgStorageError } from '../db/pg/store.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
-import { formatTable } from './token.ts';
 
 export const MIGRATE_USAGE = `Usage:
   switchboard migrate --from DATA_DIR --to postgres://USER:PASSWORD@HOST:5432/DATABASE
@@ -123,14 +124,17 @@ function targetFailure(err: unknown, target: DatabaseUrl): Error {
 /** `n` with thousands separators (1,234,567). */
 const grouped = (n: number) => n.toLocaleString('en-US');
 
-/** The report's count table: `table  sqlite  postgres`, counts right-aligned. */
-function countTable(counts: TableCount[]): string {
-  const w1 = Math.max(...counts.map((c) => grouped(c.sqlite).length), 'sqlite'.length);
-  const w2 = Math.max(...counts.map((c) => grouped(c.postgres).length), 'postgres'.length);
-  return formatTable(
-    ['table', 'sqlite'.padStart(w1), 'postgres'.padStart(w2)],
-    counts.map((c) => [c.table, grouped(c.sqlite).padStart(w1), grouped(c.postgres).padStart(w2)]),
-  );
+/** Width of the count table's first column: the longest table name. */
+const NAME_WIDTH = Math.max(...[...COPIED_TABLES, 'message_search'].map((t) => t.length));
+/** Width of a count column (up to 999,999,999 rows). */
+const COUNT_WIDTH = 11;
+
+/**
+ * One line of the report's count table (`table  sqlite  postgres`, counts right-aligned): printed as each table is
+ * copied and counted, so a long copy shows its progress.
+ */
+function countLine(table: string, sqlite: string, postgres: string): string {
+  return `${table.padEnd(NAME_WIDTH)}  ${sqlite.padStart(COUNT_WIDTH)}  ${postgres.padStart(COUNT_WIDTH)}\n`;
 }
 
 /** A shell word: quoted when it holds anything beyond safe characters. */
@@ -139,14 +143,20 @@ function shellWord(s: string): string {
 }
 
 /** Copies the source into the target (see the module comment); resolves with the verified counts. */
-async function copy(source: Database.Database, sql: Sql, target: DatabaseUrl, onStart: () => void): Promise<TableCount[]> {
+async function copy(
+  source: Database.Database,
+  sql: Sql,
+  target: DatabaseUrl,
+  onStart: () => void,
+  progress: CopyProgress,
+): Promise<TableCount[]> {
   try {
     // Checked before the schema is touched, and again inside the copy's transaction.
     const occupied = await firstNonEmptyTable(sql);
     if (occupied) throw new TargetNotEmptyError(occupied);
     await migratePg(sql);
     onStart();
-    return await copySqliteToPg(source, sql);
+    return await copySqliteToPg(source, sql, progress);
   } catch (err) {
     if (err instanceof CommandError) throw err;
     throw targetFailure(err, target);
@@ -178,15 +188,20 @@ export async function migrateCommand(argv: string[], env: NodeJS.ProcessEnv = pr
       const sql = openPg(target.reveal(), { max: 2, applicationName: 'switchboard migrate', idleTimeoutSeconds: 0 });
       let counts: TableCount[];
       try {
-        counts = await copy(source, sql, target, () => process.stdout.write(`Copying ${file} into ${target.display}\n`));
+        counts = await copy(
+          source,
+          sql,
+          target,
+          () => process.stdout.write(`Copying ${file} into ${target.display}\n\n${countLine('table', 'sqlite', 'postgres')}`),
+          (c) => process.stdout.write(countLine(c.table, grouped(c.sqlite), grouped(c.postgres))),
+        );
       } finally {
         await sql.end({ timeout: 5 }).catch(() => undefined);
       }
       const rows = counts.reduce((n, c) => n + c.postgres, 0);
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       process.stdout.write(
-        `\n${countTable(counts)}\n` +
-          `Copied ${counts.length} tables, ${grouped(rows)} rows in ${seconds} s; every count matches. ` +
+        `\nCopied ${counts.length} tables, ${grouped(rows)} rows in ${seconds} s; every count matches. ` +
           `${file} was not changed.\n` +
           `Next: switchboard serve --database ${shellWord(target.display)} --media-dir ${shellWord(path.join(dir, 'media'))}\n` +
           `  (media files stay in ${path.join(dir, 'media')}: copy that folder to the server and point --media-dir at it)\n` +
