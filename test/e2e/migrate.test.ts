@@ -10,11 +10,13 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_ON_POSTGRES_NOTE } from '../../service/cli/migrate.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { COPIED_TABLES } from '../../service/db/pg/copy-from-sqlite.ts';
 import { openPgStore } from '../../service/db/pg/store.ts';
 import { openSqliteStore } from '../../service/db/sqlite-store.ts';
@@ -256,5 +258,47 @@ describe('switchboard migrate: a paired desktop data dir into PostgreSQL', () =>
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).not.toContain(PASSWORD);
     expect(await pgCounts(db)).toEqual(counts);
+  });
+});
+
+describe('switchboard migrate: usage and refusals before anything is copied', () => {
+  let dir: string;
+  const noEnvUrl = { SWITCHBOARD_DATABASE_URL: '' };
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-migrate-usage-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    [['migrate'], /^switchboard: --from DATA_DIR is required\nRun 'switchboard migrate --help' for usage\.\n$/],
+    [['migrate', '--from', '/nowhere'], /^switchboard: --to postgres:\/\/… is required \(or SWITCHBOARD_DATABASE_URL\)\n/],
+    [['migrate', '--from', '/nowhere', '--to', `mysql://u:${PASSWORD}@h/db`], /^switchboard: invalid --to value: expected a postgres:\/\/ URL/],
+    [['migrate', '--from', '/nowhere', '--to', 'postgres://h/db', 'extra'], /^switchboard: unexpected argument 'extra'/],
+  ])('usage error %j → exit 2, one line and the help hint, no password', async (args, message) => {
+    const r = await runCli(args, noEnvUrl);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toContain(PASSWORD);
+  });
+
+  it('refuses a folder without a database, an unreachable target and a database of an older build (exit 1, one line)', async () => {
+    const empty = await runCli(['migrate', '--from', dir, '--to', `postgres://u:${PASSWORD}@127.0.0.1:1/x`]);
+    expect(empty).toMatchObject({ code: 1, stdout: '' });
+    expect(empty.stderr).toBe(`switchboard: no Switchboard database at ${path.join(dir, 'switchboard.db')}\n`);
+
+    openDataPlane({ dataDir: dir, role: 'tool' }).close();
+    const unreachable = await runCli(['migrate', '--from', dir, '--to', `postgres://u:${PASSWORD}@127.0.0.1:1/x`]);
+    expect(unreachable).toMatchObject({ code: 1, stdout: '' });
+    expect(unreachable.stderr).toMatch(/^switchboard: cannot use database postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x: .*ECONNREFUSED.*\n$/);
+    expect(unreachable.stderr).not.toContain(PASSWORD);
+
+    const raw = new Database(path.join(dir, 'switchboard.db'));
+    raw.pragma(`user_version = ${(raw.pragma('user_version', { simple: true }) as number) - 1}`);
+    raw.close();
+    const older = await runCli(['migrate', '--from', dir, '--to', `postgres://u:${PASSWORD}@127.0.0.1:1/x`]);
+    expect(older).toMatchObject({ code: 1, stdout: '' });
+    expect(older.stderr).toMatch(/has schema version \d+, older than this build's \(\d+\): start this version's service on it once/);
   });
 });

@@ -147,7 +147,7 @@ describe('switchboard serve', () => {
   });
 
   it('prints help on stdout with exit 0', async () => {
-    for (const args of [['--help'], ['serve', '--help'], ['token', '--help'], ['sandbox', '--help']]) {
+    for (const args of [['--help'], ['serve', '--help'], ['token', '--help'], ['sandbox', '--help'], ['migrate', '--help']]) {
       const res = await runCli(args);
       expect(res.code).toBe(0);
       expect(res.stdout).toMatch(/^Usage/);
