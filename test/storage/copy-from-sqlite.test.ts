@@ -40,6 +40,7 @@ describe('copySqliteToPg', () => {
     const { store } = plane;
     store.tx(() => {
       const user = store.users.ensure('me');
+      for (const name of ['zed', 'amy', 'bob']) store.users.ensure(name); // creation order ≠ name order
       connectionId = store.connections.insert({ id: 'c1', userId: user.id, name: 'phone', workerId: 'local' }).id;
       for (let i = 0; i < MESSAGES; i++) {
         const text = i === 7 ? 'nul\u0000inside' : i % 10 === 0 ? '' : `message number ${i} café`;
@@ -90,6 +91,13 @@ describe('copySqliteToPg', () => {
     const seqs = file.prepare(`SELECT id, seq, hex(raw) AS raw FROM messages ORDER BY id`).all() as Array<{ id: string; seq: number; raw: string }>;
     const indexed = (file.prepare(`SELECT count(*) AS n FROM message_search`).get() as { n: number }).n;
     file.close();
+    const order = (f: Database.Database) => (f.prepare(`SELECT name FROM users ORDER BY rowid`).all() as Array<{ name: string }>).map((u) => u.name);
+    const check = source();
+    const sqliteOrder = order(check);
+    check.close();
+    const pgOrder = (await db.sql<Array<{ name: string }>>`SELECT name FROM users ORDER BY ord`).map((u) => u.name);
+    expect(pgOrder).toEqual(sqliteOrder); // users.ord: SQLite's rowid order (the owner is the first local user)
+    expect(sqliteOrder).toEqual(['me', 'zed', 'amy', 'bob']);
     const pgSeqs = await db.sql<Array<{ id: string; seq: number; raw: string }>>`SELECT id, seq, upper(encode(raw, 'hex')) AS raw FROM messages ORDER BY id`;
     expect(pgSeqs.map((r) => ({ ...r }))).toEqual(seqs);
     // Messages with nothing to search ('' every tenth) are not indexed, on either side.
@@ -111,6 +119,19 @@ describe('copySqliteToPg', () => {
       expect(after!.seq).toBeGreaterThan(maxSeq);
     } finally {
       await pg.close();
+    }
+  });
+
+  it('copies what is only in the WAL (a writer that has not checkpointed, as after a killed service)', async () => {
+    const writer = new Database(path.join(dir, 'switchboard.db'));
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.prepare(`INSERT INTO settings (key, value) VALUES ('only.in.wal', '1')`).run();
+    try {
+      expect(fs.statSync(path.join(dir, 'switchboard.db-wal')).size).toBeGreaterThan(0);
+      await copy();
+      expect(await db.sql`SELECT value FROM settings WHERE key = 'only.in.wal'`).toEqual([{ value: '1' }]);
+    } finally {
+      writer.close();
     }
   });
 
