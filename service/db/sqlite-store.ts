@@ -96,9 +96,15 @@ export function sqliteStore(sync: SyncStore): Store {
   const inside = wrapRepos(sync, callNow);
   /** Outside any work: at once when idle, else after the running work (never inside its transaction). */
   const read = wrapRepos(sync, (fn, self, args) => (turns.busy ? inTurn(() => fn.apply(self, args)) : callNow(fn, self, args)));
-  /** For `beforeCommit` writes: a failing call is remembered, so the batch's COMMIT fails with it (store.ts). */
+  /**
+   * For `beforeCommit` writes, which run inside the sync store's batch commit: a failing call is remembered, so the
+   * batch's COMMIT fails with it (store.ts), and a call made after the write's first `await` (after that COMMIT)
+   * fails instead of writing outside the batch.
+   */
   let deferredError: unknown;
+  let deferredOpen = false;
   const deferred = wrapRepos(sync, (fn, self, args) => {
+    if (!deferredOpen) return Promise.reject(new Error('a beforeCommit write called a repository after its first await'));
     try {
       return Promise.resolve(fn.apply(self, args));
     } catch (err) {
@@ -137,6 +143,7 @@ export function sqliteStore(sync: SyncStore): Store {
       return result;
     }
     const durable = durableNow(); // before the commit below, which may close the batch (and fail)
+    durable.catch(() => undefined); // awaited below, unless the commit throws
     try {
       handle.commit();
     } finally {
@@ -154,7 +161,12 @@ export function sqliteStore(sync: SyncStore): Store {
       const register = () =>
         sync.beforeCommit(() => {
           deferredError = undefined;
-          void write(deferred).catch(() => undefined); // its calls ran synchronously; a failure is in deferredError
+          deferredOpen = true;
+          try {
+            void write(deferred).catch(() => undefined); // its calls ran synchronously; a failure is in deferredError
+          } finally {
+            deferredOpen = false;
+          }
           if (deferredError !== undefined) throw deferredError;
         });
       if (turns.busy) void inTurn(register);
@@ -164,7 +176,8 @@ export function sqliteStore(sync: SyncStore): Store {
       if (turns.busy) void inTurn(() => sync.whenDurable(cb));
       else sync.whenDurable(cb);
     },
-    durable: () => inTurn(() => sync.durable()).then((p) => p),
+    // The turn is only for closing the batch: the wait for its fsync (on the thread pool) holds no one up.
+    durable: () => inTurn(() => ({ synced: sync.durable() })).then(({ synced }) => synced),
     isDurable: () => !turns.busy && sync.isDurable(),
     read,
     observeTransactions(observer) {

@@ -272,6 +272,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * order).
    */
   function tx<T>(fn: () => T): T {
+    if (asyncOpen) throw heldByAsync();
     if (depth === 0) commitBatch();
     // The outermost transaction takes the threads' write lock (given back right after its commit, before anything
     // it announces runs); inside a transaction opened on `db` directly, it joins that one.
@@ -328,6 +329,11 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
 
   // ---- halves of tx/ingest for an asynchronous caller (sqlite-store.ts) ------------------------------------
   let commitWhenIdle = false;
+  /**
+   * True while a `begin()` is open: a synchronous `tx`/`ingest` then would join the asynchronous caller's
+   * transaction (and roll back with it) — it throws instead.
+   */
+  let asyncOpen = false;
   let unitStatements: { begin: Statement; commit: Statement; rollback: Statement; savepoint: Statement; release: Statement; rollbackTo: Statement } | undefined;
   const statements = () =>
     (unitStatements ??= {
@@ -338,8 +344,10 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       release: db.prepare('RELEASE async_unit'),
       rollbackTo: db.prepare('ROLLBACK TO async_unit'),
     });
+  const heldByAsync = () => new Error('the store is inside an asynchronous transaction (begin): use its repositories');
   /** After a unit of `begin`: the batch whose window closed while it ran commits now. */
   const unitEnded = () => {
+    asyncOpen = false;
     if (!commitWhenIdle || depth > 0) return;
     commitWhenIdle = false;
     try {
@@ -364,6 +372,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       const marks = markUncommitted();
       st.savepoint.run();
       depth++;
+      asyncOpen = true;
       return {
         commit() {
           st.release.run();
@@ -396,8 +405,10 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       throw err;
     }
     depth++;
+    asyncOpen = true;
     const end = () => {
       depth--;
+      asyncOpen = false;
       writeLock?.release();
       if (sync) setSynchronous(db, 'FULL');
     };
@@ -440,6 +451,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * next batch.
    */
   function beforeCommit(write: () => void): void {
+    if (asyncOpen) throw heldByAsync();
     if (depth > 0) return write();
     openBatch();
     beforeBatchCommit.push(write);
@@ -450,6 +462,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * are durable, and its events published, when the batch commits — at most BATCH_WINDOW_MS later.
    */
   function ingest<T>(fn: () => T): T {
+    if (asyncOpen) throw heldByAsync();
     if (depth > 0) return tx(fn);
     openBatch();
     const mark = markUncommitted();

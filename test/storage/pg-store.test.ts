@@ -1,12 +1,15 @@
 /**
  * PostgreSQL-only behaviour of the Store (pg/store.ts; docs/architecture.md § Storage engines): a batch whose
  * connection is lost fails as a whole, its listeners hear it and the storage state says so until the next commit;
- * a relaxed transaction commits; a database newer than the build is refused at open.
+ * units it cannot even begin a transaction for fail at once; a relaxed transaction commits; a database newer than the
+ * build is refused at open.
  */
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPostgresUrl } from '../../service/db/pg/client.ts';
 import { PG_MIGRATIONS } from '../../service/db/pg/migrations.ts';
 import { isPgStorageError, openPgStore } from '../../service/db/pg/store.ts';
+import { PG_ADMIN_URL } from '../helpers/pg.ts';
 import { openEngine, type EngineUnderTest } from './engines.ts';
 
 describe('the PostgreSQL store', () => {
@@ -60,5 +63,28 @@ describe('the PostgreSQL store', () => {
     expect(isPostgresUrl('/var/lib/switchboard')).toBe(false);
     await e.outside(`INSERT INTO schema_migrations (version, name) VALUES (${PG_MIGRATIONS.length + 1}, 'future')`);
     await expect(openPgStore(e.location)).rejects.toThrow(/newer than this build supports/);
+  });
+});
+
+describe('a PostgreSQL store whose database is unreachable', () => {
+  it('rejects the units it cannot begin a transaction for, and says the storage is unavailable', async () => {
+    const e = await openEngine('postgres');
+    const failures: Error[] = [];
+    e.store.onCommitFailure((err) => failures.push(err));
+    const name = new URL(e.location).pathname.slice(1);
+    const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
+    await admin.unsafe(`ALTER DATABASE "${name}" WITH ALLOW_CONNECTIONS false`);
+    await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name}`;
+    try {
+      const units = [1, 2, 3].map(() => e.store.ingest(async (t) => t.users.count()));
+      const results = await Promise.allSettled(units);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      expect(failures.length).toBeGreaterThanOrEqual(1);
+      expect(e.store.storage().state).toBe('unavailable');
+    } finally {
+      await admin.unsafe(`ALTER DATABASE "${name}" WITH ALLOW_CONNECTIONS true`);
+      await admin.end();
+      await e.close();
+    }
   });
 });

@@ -157,8 +157,10 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     const opened = performance.now();
     const marks = markAll();
     let failure: unknown;
+    let began = false;
     try {
       await sql.begin(async (t) => {
+        began = true;
         const repos = pgRepos({ sql: t, inTx: true });
         for (;;) {
           if (batch.over) return; // the connection died under the last unit: the batch failed without it
@@ -205,6 +207,10 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
       commitFailed(failure);
       if (batch.running) batch.units.push(batch.running);
       for (const unit of batch.units) unit.reject(failure);
+      // As on SQLite, the coalesced writes not yet run go with the batch (their owners heard commitFailed); and when
+      // no transaction could even begin (the database unreachable), the queued units fail now rather than retry.
+      deferred.length = 0;
+      if (!began) for (const unit of queue.splice(0)) unit.reject(failure);
       batch.settle(failure);
     } else {
       committed();
