@@ -47,7 +47,8 @@ export interface Repos extends MessageRepos {
   deliveries: Async<ReturnType<typeof deliveriesRepo>>;
   idempotency: Async<ReturnType<typeof idempotencyRepo>>;
   billing: Async<ReturnType<typeof billingRepo>>;
-  // Chats, contacts, group metadata, messages and search: MessageRepos (pg/repos/message-repos.ts).
+  // Chats, contacts, group metadata, messages and search: MessageRepos (pg/repos/message-repos.ts). A repository
+  // added here is added to REPO_NAMES (sqlite-store.ts) and FACTORIES (pg/repos/index.ts) too, or neither compiles.
 }
 
 /** Which database a Store keeps its data in. */
