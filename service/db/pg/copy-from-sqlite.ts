@@ -23,7 +23,8 @@ import type { Database } from 'better-sqlite3';
 import type postgres from 'postgres';
 import type { Sql } from './client.ts';
 import { pgText } from './repos/message-scope.ts';
-import { indexEntryOf } from './repos/search.ts';
+import { SEARCH_SOURCES } from '../search.ts';
+import { indexEntryOf, type PgIndexSource } from './repos/search.ts';
 
 /** The SQLite tables copied, parents before children (foreign keys are checked row by row). */
 export const COPIED_TABLES: readonly string[] = [
@@ -253,26 +254,42 @@ async function copyTable(source: Database, t: postgres.TransactionSql, p: TableP
   return inBatches(converted(), p.columns.length, (batch) => t`INSERT INTO ${t(p.table)} ${t(batch, p.columns)}`);
 }
 
-/** The SEARCH_SOURCES columns and the others indexEntryOf reads, of the messages SQLite's FTS5 index holds. */
+/** SQLite's count of the index: its rows whose message is stored (what rebuildSearch reads). */
+const SEARCH_COUNT = `SELECT count(*) AS n FROM message_search s JOIN messages m ON m.connection_id = s.connection_id AND m.id = s.message_id`;
+
+/** The `messages` columns an index entry is made of (pg/repos/search.ts PgIndexSource). */
+const INDEX_SOURCE_COLUMNS = [
+  ...new Set(['connection_id', 'id', 'chat_id', 'sender_jid', 'type', 'from_me', 'timestamp', 'seq', ...SEARCH_SOURCES.map((c) => c.column)]),
+];
+
+/** The FTS5 rowid of a message: timestamp << 32 | seq (service/db/search.ts ROWID_SQL). */
+function rowidOf(timestamp: number, seq: number): string {
+  return ((BigInt(Math.min(Math.max(timestamp, 0), 2147483647)) << 32n) | (BigInt(seq) & 0xffffffffn)).toString();
+}
+
+/**
+ * Writes PostgreSQL's `message_search` rows for exactly the messages SQLite's FTS5 index holds, each entry made by
+ * indexEntryOf from the message's row (as the PostgreSQL messages repository writes it); returns the rows written.
+ */
 async function rebuildSearch(source: Database, t: postgres.TransactionSql): Promise<number> {
   const stmt = source.prepare(
-    `SELECT m.* FROM message_search s JOIN messages m ON m.connection_id = s.connection_id AND m.id = s.message_id`,
+    `SELECT ${INDEX_SOURCE_COLUMNS.map((c) => `m."${c}"`).join(', ')}
+     FROM message_search s JOIN messages m ON m.connection_id = s.connection_id AND m.id = s.message_id`,
   );
   const SEARCH_COLUMNS = ['connection_id', 'message_id', 'rowid', 'body', 'ntokens', 'tags', 'tsv'];
   function* entries(): Generator<Row> {
     for (const raw of stmt.iterate() as Iterable<Record<string, unknown>>) {
       const m: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(raw)) m[k] = convert(v, k === 'from_me' || k === 'is_forwarded');
-      const e = indexEntryOf(m as unknown as Parameters<typeof indexEntryOf>[0]);
-      if (!e) continue; // nothing to search (as writeIndexRow): counted as missing by the verification
-      const rowid = (BigInt(Math.min(Math.max(Number(m.timestamp), 0), 2147483647)) << 32n) | (BigInt(Number(m.seq)) & 0xffffffffn);
+      for (const [k, v] of Object.entries(raw)) m[k] = convert(v, k === 'from_me');
+      const e = indexEntryOf(m as unknown as PgIndexSource);
+      if (!e) continue; // nothing to search (as writeIndexRow): the verification reports the difference
       yield {
         connection_id: m.connection_id as string,
         message_id: m.id as string,
-        rowid: rowid.toString(),
+        rowid: rowidOf(Number(m.timestamp), Number(m.seq)),
         body: e.body,
         ntokens: e.ntokens,
-        tags: `{${e.tags.map((x) => `"${x}"`).join(',')}}`, // tag tokens are [0-9a-z] only
+        tags: `{${e.tags.map((x) => `"${x}"`).join(',')}}`, // a text[] literal; tag tokens are [0-9a-z] only
         tsv: e.tsv,
       };
     }
@@ -307,10 +324,12 @@ export async function copySqliteToPg(source: Database, sql: Sql, progress: CopyP
   source.prepare('BEGIN').run();
   try {
     const expected = new Map<string, number>();
-    for (const table of [...COPIED_TABLES, SEARCH_TABLE]) {
+    for (const table of COPIED_TABLES) {
       if (!tables.has(table)) continue;
       expected.set(table, (source.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
     }
+    // The index rows of stored messages (an index row whose message is gone would have nothing to rebuild from).
+    if (tables.has(SEARCH_TABLE)) expected.set(SEARCH_TABLE, (source.prepare(SEARCH_COUNT).get() as { n: number }).n);
     return (await sql.begin(async (t) => {
       await t`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
       const occupied = await firstNonEmptyTable(t);
