@@ -6,9 +6,9 @@
  * - The source is left untouched: its SQLite file is opened read-only, and the data dir's lock
  *   (config/data-dir-lock.ts) is held while copying — a data dir a running `serve` holds is refused ("stop the
  *   service first"), and a `serve` started meanwhile is refused in turn.
- * - The target must hold no rows (any table); its schema is created or brought up to date first (pg/migrations.ts).
- * - The rows are copied in one transaction and counted per table before it commits (pg/copy-from-sqlite.ts): all or
- *   nothing.
+ * - The target must hold no rows (any table). Its schema is created or brought up to date (pg/migrations.ts) and
+ *   the rows copied in one transaction, each table counted before it commits (pg/copy-from-sqlite.ts): all or
+ *   nothing, the schema included.
  * - The target's password is never printed (config/database-url.ts): messages show the URL with `***`.
  */
 import fs from 'node:fs';
@@ -28,7 +28,7 @@ import {
   type CopyProgress,
   type TableCount,
 } from '../db/pg/copy-from-sqlite.ts';
-import { migratePg, PgSchemaError } from '../db/pg/migrations.ts';
+import { PgSchemaError } from '../db/pg/migrations.ts';
 import { isPgStorageError } from '../db/pg/store.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 
@@ -154,7 +154,6 @@ async function copy(
     // Checked before the schema is touched, and again inside the copy's transaction.
     const occupied = await firstNonEmptyTable(sql);
     if (occupied) throw new TargetNotEmptyError(occupied);
-    await migratePg(sql);
     onStart();
     return await copySqliteToPg(source, sql, progress);
   } catch (err) {

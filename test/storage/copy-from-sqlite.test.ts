@@ -135,13 +135,17 @@ describe('copySqliteToPg', () => {
     }
   });
 
-  it('rolls everything back when PostgreSQL refuses a row (nothing written)', async () => {
+  it('rolls everything back, the schema too, when PostgreSQL refuses a row', async () => {
     const raw = new Database(path.join(dir, 'switchboard.db'));
     raw.pragma('foreign_keys = OFF');
     raw.prepare(`INSERT INTO poll_votes (connection_id, poll_id, voter_jid, options, timestamp) VALUES ('gone', 'p', 'v', '[]', 1)`).run();
     raw.close();
-    await expect(copy()).rejects.toThrow(/foreign key/);
-    expect(await targetRows()).toBe(0);
+    // Into a database without a schema: the schema is created in the copy's transaction, and goes with it.
+    const file = source();
+    await expect(copySqliteToPg(file, db.sql)).rejects.toThrow(/foreign key/);
+    file.close();
+    const [tables] = await db.sql<Array<{ n: number }>>`SELECT count(*)::bigint AS n FROM pg_tables WHERE schemaname = 'public'`;
+    expect(tables!.n).toBe(0);
   });
 
   it('rolls everything back when a count does not match', async () => {

@@ -22,6 +22,7 @@
 import type { Database } from 'better-sqlite3';
 import type postgres from 'postgres';
 import type { Sql } from './client.ts';
+import { migratePg } from './migrations.ts';
 import { pgText } from './repos/message-scope.ts';
 import { SEARCH_SOURCES } from '../search.ts';
 import { indexEntryOf, type PgIndexSource } from './repos/search.ts';
@@ -313,7 +314,8 @@ const MIGRATION_LOCK_KEY = 0x53574244;
 
 /**
  * Copies every table of `source` (a read-only SQLite handle at this build's schema version) into the database
- * behind `sql`, whose schema must be this build's (migratePg first) and which must hold no rows.
+ * behind `sql`, which must hold no rows; its schema is created or migrated first (migratePg), in the same
+ * transaction.
  * Calls `progress` after each table. Resolves with the verified counts (the copy is committed);
  * @throws TargetNotEmptyError, CopySourceError, CopyVerificationError, or the database's error — in every case
  *   after rolling back: nothing is written.
@@ -334,6 +336,9 @@ export async function copySqliteToPg(source: Database, sql: Sql, progress: CopyP
       await t`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
       const occupied = await firstNonEmptyTable(t);
       if (occupied) throw new TargetNotEmptyError(occupied);
+      // The schema is created (or brought up to date) in this same transaction: a failed copy leaves no schema
+      // either. migratePg opens its transaction with `begin`; here that is this one (its advisory lock is re-entrant).
+      await migratePg({ begin: (fn: (tx: postgres.TransactionSql) => Promise<unknown>) => fn(t) } as unknown as Sql);
       const plans = plan(source, tables, await pgColumns(t));
       const counts: TableCount[] = [];
       const verify = async (table: string) => {
