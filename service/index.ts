@@ -96,6 +96,8 @@ export interface StartOptions {
   restart?: () => void;
   /** Opens the OS keychain for the Stripe key the settings store; null: none. Default: the OS keychain. */
   openKeychain?: (() => Promise<Keychain>) | null;
+  /** Enables the session threads' test-only hooks (SessionThreads.testHoldWriteLock); tests only. */
+  testHooks?: boolean;
 }
 
 /** The configured port was taken: where the API listens instead, and the sentence shown to the operator. */
@@ -169,12 +171,16 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     const writeLock = workers > 0 ? new SharedArrayBuffer(4) : undefined;
     // Whether a session thread holding that lock has stopped (known once the pool exists; main's thread id is 0).
     let threadGone = (_threadId: number): boolean => false;
-    // Its writes wait at most MAIN_THREAD_WRITE_WAIT_MS for the lock (this thread serves HTTP; an API write that
-    // cannot get the lock answers 503).
+    // This thread serves HTTP, the stream and webhooks: with session threads it never sleeps for a lock (busy
+    // timeout 0, a lock that only tries); its writes wait in `txAsync` at most MAIN_THREAD_WRITE_WAIT_MS, and an API
+    // write that cannot get the lock answers 503 (docs/architecture.md § Threads and the write lock). Without threads
+    // the sessions run here and wait in SQLite's busy handler, as they must.
     const store = openStore(config.dataDir, {
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
-      busyTimeoutMs: MAIN_THREAD_WRITE_WAIT_MS,
-      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t), { giveUpMs: MAIN_THREAD_WRITE_WAIT_MS }) }),
+      busyTimeoutMs: writeLock ? 0 : MAIN_THREAD_WRITE_WAIT_MS,
+      ...(writeLock && {
+        writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t), { giveUpMs: MAIN_THREAD_WRITE_WAIT_MS, blocking: false }),
+      }),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
@@ -276,6 +282,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
             outboundFlags: { allowLoopbackWebhooks: config.sandbox },
             allowLanWebhooks: () => settings.allowLanWebhooks(),
             onOutbox: () => outbox.wake(),
+            ...(opts.testHooks && { testHooks: true }),
             ...(opts.resolve && { resolve: opts.resolve }),
           })
         : undefined;
@@ -365,7 +372,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     threaded?.threads.configure({ ownPort: port, mediaBase: store.mediaUrls.base });
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
-    dispatcher.start();
+    void dispatcher.start();
     cleanups.push({ step: 'webhook dispatcher', cleanup: () => dispatcher.close() });
     const retention = startRetention({ store, logger, ...(config.eventRetentionDays && { days: config.eventRetentionDays }) });
     cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });

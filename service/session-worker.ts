@@ -180,6 +180,9 @@ port.on('message', (m: ToWorker) => {
     case 'close':
       void close();
       return;
+    case 'testHoldWriteLock':
+      if (data.testHooks === true) testHoldWriteLock(m.ms);
+      return;
     case 'resolved': {
       const waiting = resolving.get(m.id);
       resolving.delete(m.id);
@@ -203,6 +206,17 @@ async function call(id: number, method: string, args: unknown[]): Promise<void> 
   } catch (err) {
     post({ type: 'reply', id, ok: false, error: serializeError(err), states: connectionId ? statesOf([connectionId], true) : {}, storageDown: engine.storageUnavailable() });
   }
+}
+
+/**
+ * Test only (SessionWorkerData.testHooks): a transaction that holds the threads' write lock and SQLite's for `ms`
+ * with this thread's event loop stopped, as a long history chunk or a hung thread would.
+ */
+function testHoldWriteLock(ms: number): void {
+  store.tx(() => {
+    post({ type: 'testHolding' });
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  });
 }
 
 async function close(): Promise<void> {

@@ -40,6 +40,8 @@ export interface ThreadEngineOptions extends EngineOptions {
   allowLanWebhooks: () => boolean;
   /** Called when a thread's commit wrote `pending` webhook outbox rows (the dispatcher's wake-up). */
   onOutbox?: () => void;
+  /** Enables SessionThreads.testHoldWriteLock (tests only; `serve` never sets it). */
+  testHooks?: boolean;
 }
 
 /** The pool as operators and tests see it. */
@@ -55,6 +57,11 @@ export interface SessionThreads {
    * the service itself) and the public base URL Messages' `media.url` is built from.
    */
   configure(c: { ownPort?: number; mediaBase?: string }): void;
+  /**
+   * Test only (ThreadEngineOptions.testHooks): the thread of slot `index` holds the write lock in a transaction for
+   * `ms` with its event loop stopped; resolves once it holds it. @throws without testHooks
+   */
+  testHoldWriteLock(index: number, ms: number): Promise<void>;
 }
 
 /** Runs in each new thread: loads the worker module (through tsx when running from the TypeScript sources). */
@@ -160,6 +167,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     ...(opts.resolve && { resolveOnMain: true }),
     ...(clock && { clockOffset: clock }),
     webhookGeneration,
+    ...(opts.testHooks && { testHooks: true }),
   };
 
   // ---- events in seq order (events/log.ts orderAcrossWriters) --------------------------------------------
@@ -388,6 +396,19 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     configure(c) {
       Object.assign(shared, c);
       for (const slot of slots) send(slot, { type: 'config', ...c });
+    },
+    testHoldWriteLock(index, ms) {
+      const slot = slots[index];
+      if (!opts.testHooks || !slot) return Promise.reject(new Error('testHoldWriteLock needs ThreadEngineOptions.testHooks and a slot'));
+      return new Promise<void>((resolve) => {
+        const holding = (m: FromWorker) => {
+          if (m.type !== 'testHolding') return;
+          slot.worker.off('message', holding);
+          resolve();
+        };
+        slot.worker.on('message', holding);
+        send(slot, { type: 'testHoldWriteLock', ms });
+      });
     },
   };
   return Object.assign(engine, { threads });

@@ -47,6 +47,11 @@ export interface SessionWorkerData {
    * commit (and sees the change) or before the change's transaction began (and writes rows the change then finds).
    */
   webhookGeneration: SharedArrayBuffer;
+  /**
+   * Honour the test-only messages (`testHoldWriteLock`): set only by an embedder's ThreadEngineOptions.testHooks
+   * (the tests), never by `serve`; without it the thread ignores them.
+   */
+  testHooks?: boolean;
 }
 
 /** A session's state as the main thread's synchronous getters report it. */
@@ -62,6 +67,8 @@ export type ToWorker =
   /** The API's port (the outbound policy refuses it) and public base URL (Messages' `media.url`), once known. */
   | { type: 'config'; ownPort?: number; mediaBase?: string }
   | { type: 'close' }
+  /** Test only (SessionWorkerData.testHooks): hold the write lock in a transaction for `ms`, the event loop stopped. */
+  | { type: 'testHoldWriteLock'; ms: number }
   /** The answer to a `resolve` (the addresses, or the resolver's error). */
   | { type: 'resolved'; id: number; addresses?: Array<{ address: string; family: number }>; error?: SerializedError };
 
@@ -84,5 +91,7 @@ export type FromWorker =
   | { type: 'log'; line: string }
   | { type: 'startFailed'; connectionId: string; error: SerializedError }
   | { type: 'closed' }
+  /** Test only: the thread holds the write lock now (answer to `testHoldWriteLock`). */
+  | { type: 'testHolding' }
   /** Name resolution through the main thread's resolver (only when the service was given one: `resolveOnMain`). */
   | { type: 'resolve'; id: number; hostname: string };
