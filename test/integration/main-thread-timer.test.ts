@@ -4,6 +4,8 @@
  * lock and SQLite's, in a transaction) for 200 ms with its event loop stopped while an API write on the main
  * thread wants it: the main thread's timer keeps firing on time (it waits for the lock with `Atomics.waitAsync`
  * and timers, never `Atomics.wait` or SQLite's busy handler), and the write completes once the lock is free.
+ * Then the thread hangs holding the lock: API writes answer 503 within the main thread's bound meanwhile, the
+ * watchdog logs an error naming the thread and stops it, the pool replaces it, and writes go through again.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +26,7 @@ describe('the main thread while a session thread holds the write lock', () => {
   let dataDir: string;
   let service: RunningService;
   let token: string;
+  const logLines: string[] = [];
   const call = (method: string, route: string, body?: unknown) =>
     fetch(`${service.apiUrl}${route}`, {
       method,
@@ -45,7 +48,8 @@ describe('the main thread while a session thread holds the write lock', () => {
       typingDelayMs: { min: 0, max: 0 },
       workers: 1,
     };
-    service = await startService(config, { logger: pino({ level: 'silent' }), openKeychain: null, testHooks: true });
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) });
+    service = await startService(config, { logger, openKeychain: null, testHooks: true });
     token = service.issueLocalToken('alice', 'test');
   });
   afterAll(async () => {
@@ -78,5 +82,31 @@ describe('the main thread while a session thread holds the write lock', () => {
     } finally {
       clearInterval(timer);
     }
+  });
+
+  it('the watchdog stops a session thread that hangs holding the lock; the lock is freed and writes go through again', { timeout: 60_000 }, async () => {
+    const threads = service.sessionThreads!;
+    const { id } = ((await (await call('GET', '/connections')).json()) as Array<{ id: string }>)[0]!;
+    const hung = threads.threads()[0]!.threadId;
+    await threads.testHoldWriteLock(0, 120_000);
+
+    // Meanwhile an API write gives up within the main thread's bound (503), and the main thread keeps answering.
+    const started = performance.now();
+    const refused = await call('PATCH', `/connections/${id}`, { name: 'while hung' });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect((await call('GET', `/connections/${id}`)).status).toBe(200);
+
+    // Within the watchdog's bound (5 s of silence, checked every second) the thread is stopped and replaced.
+    const deadline = Date.now() + 20_000;
+    while (threads.threads()[0]!.threadId === hung && Date.now() < deadline) await sleep(100);
+    expect(threads.threads()[0]!.threadId).not.toBe(hung);
+    const report = logLines.map((l) => JSON.parse(l) as { msg: string; thread?: number; threadId?: number; level: number }).find((l) => /holding the write lock/.test(l.msg));
+    expect(report).toMatchObject({ level: 50, thread: 0, threadId: hung });
+
+    const after = await call('PATCH', `/connections/${id}`, { name: 'after the watchdog' });
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as { name: string }).name).toBe('after the watchdog');
   });
 });
