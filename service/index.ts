@@ -53,14 +53,14 @@ export interface RunningService {
    * Issues an API token (`wh_…`, returned once) for the local user `userName`, created when missing; the desktop
    * shell's operator token comes from here. @throws after close()
    */
-  issueLocalToken(userName: string, tokenName: string): string;
+  issueLocalToken(userName: string, tokenName: string): Promise<string>;
   /** The session worker threads, when `config.workers` ≥ 1 (docs/scaling.md). */
   sessionThreads?: SessionThreads;
   /**
    * Issues an API token for the machine's owner — the first local user of the data dir, who may change the machine's
    * settings (docs/settings.md) — creating the local user `operator` when there is none yet (the desktop app).
    */
-  issueOwnerToken(tokenName: string): string;
+  issueOwnerToken(tokenName: string): Promise<string>;
   /** Set when the configured port was taken and the API listens on another one (StartOptions.portFallback). */
   portFallback?: PortFallback;
   /** Stops everything; safe to call more than once. */
@@ -390,9 +390,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(sandboxUrl && { sandboxUrl }),
       ...(threaded && { sessionThreads: threaded.threads }),
       issueLocalToken: (userName, tokenName) =>
-        store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
+        store.txAsync(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
       issueOwnerToken: (tokenName) =>
-        store.tx(() => issueToken(store.tokens, (store.users.owner() ?? store.users.ensure('operator')).id, tokenName).token),
+        store.txAsync(() => issueToken(store.tokens, (store.users.owner() ?? store.users.ensure('operator')).id, tokenName).token),
       ...(portFallback && { portFallback }),
       close: () => (closing ??= closeStarted()),
     };

@@ -50,7 +50,7 @@ describe('the main thread while a session thread holds the write lock', () => {
     };
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) });
     service = await startService(config, { logger, openKeychain: null, testHooks: true });
-    token = service.issueLocalToken('alice', 'test');
+    token = await service.issueLocalToken('alice', 'test');
   });
   afterAll(async () => {
     await service?.close();
