@@ -88,7 +88,7 @@ export class WebhookDispatcher implements OutboxDrain {
   #flushScheduled = false;
   #pumpScheduled = false;
   /** A pump waits for the write lock (store.txAsync); a wake meanwhile pumps again once it is done. */
-  #pumping = false;
+  #pumping: Promise<void> | undefined;
   #pumpAgain = false;
   #drainScheduled = false;
   /** The table may hold rows due now that are not claimed yet (at boot, after pending rows, retries, releases). */
@@ -212,6 +212,8 @@ export class WebhookDispatcher implements OutboxDrain {
     this.#running = false;
     clearTimeout(this.#timer);
     clearInterval(this.#sweep);
+    // A claim waiting for the write lock: its rows are released (pumpOnce sees the dispatcher stopped).
+    await this.#pumping?.catch(() => undefined);
     for (const lane of this.#lanes.values()) {
       for (const d of lane.queue.splice(0)) this.#outcomes.push({ id: d.id, kind: 'release' });
     }
@@ -242,11 +244,11 @@ export class WebhookDispatcher implements OutboxDrain {
       return;
     }
     clearTimeout(this.#timer);
-    this.#pumping = true;
+    this.#pumping = this.#pumpOnce();
     try {
-      await this.#pumpOnce();
+      await this.#pumping;
     } finally {
-      this.#pumping = false;
+      this.#pumping = undefined;
     }
     if (this.#pumpAgain) {
       this.#pumpAgain = false;
@@ -271,7 +273,7 @@ export class WebhookDispatcher implements OutboxDrain {
         return want.size ? this.#store.deliveries.claim(want, Date.now(), Date.now() + this.#o.leaseMs) : [];
       });
       if (!this.#running) {
-        void this.#complete(claimed.map((d) => ({ id: d.id, kind: 'release' as const })));
+        for (const d of claimed) this.#outcomes.push({ id: d.id, kind: 'release' });
         return;
       }
       if (claimed.length) this.stats.claims++;
