@@ -6,8 +6,12 @@
  *   SQLite file. A connection is assigned to the thread running the fewest when it starts, and moves to the least
  *   busy thread on `restart`.
  * - Calls for an assigned connection are posted to its thread and answered from there (errors keep their status
- *   code). Calls for a connection no thread runs go to a local engine without sessions, which answers exactly as
- *   the in-process engine does for a connection that is not running (409 not online, media already on disk…).
+ *   code): typed calls of SessionRpc (worker-protocol.ts, rpc.ts), each with a deadline (`callTimeoutMs`; past it
+ *   the call fails with 502, outcome unknown). Calls for a connection no thread runs go to a local engine without
+ *   sessions, which answers exactly as the in-process engine does for a connection that is not running (409 not
+ *   online, media already on disk…).
+ * - A watchdog stops a thread that holds the write lock while its heartbeat is silent (docs/architecture.md
+ *   § Threads and the write lock); it then recovers as a thread that died.
  * - The synchronous getters (`liveStatus`, `currentQr`, `storageUnavailable`) read the state the threads
  *   report with every batch of events, every reply, and at least every 200 ms when it changed.
  * - Committed events come from the threads after their commit is synced; they are published on the main thread's

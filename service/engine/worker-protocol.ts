@@ -1,6 +1,8 @@
 /**
  * Messages between the main thread's `ThreadEngine` (thread-engine.ts) and the session worker threads
  * (service/session-worker.ts). Everything here crosses `postMessage`, so it is structured-cloneable data only.
+ * Calls (request and answer) are typed by `SessionRpc` and `MainRpc` through rpc.ts; the other messages are
+ * notifications (a start, the configuration, committed events, log lines).
  */
 import type { LoggedEvent } from '../db/events.ts';
 import type { ConnectionStatus } from '../db/connections.ts';
