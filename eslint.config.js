@@ -46,6 +46,16 @@ export const PROGRAMS = {
 };
 
 /**
+ * service/data-plane.ts assembles the store, the event log and the webhook outbox (docs/architecture.md § Data plane):
+ * it imports only `imports`; besides the programs, only the layers `importedBy` (above webhooks/) import it — a layer
+ * below would reach webhooks/ through it.
+ */
+const DATA_PLANE = {
+  imports: ['net', 'secrets', 'config', 'db', 'events', 'webhooks'],
+  importedBy: ['http', 'cli'],
+};
+
+/**
  * main/ is Electron's main process (window, tray, menus, keychain, updater). The service runs in its own process,
  * started from main/service-host.ts — the one file of main/ that imports the service, and which nothing imports —
  * so main/ may take from service/ only these side-effect-free bottom layers (settings, data dir, keychain), the
@@ -76,6 +86,14 @@ const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => {
       regex: `^(\\.\\./)+(${programs.join('|')})\\.ts$`,
       message: `service/${folder}/ must not import ${programs.map((p) => `service/${p}.ts`).join(' or ')}: programs, not layers (${ARCHITECTURE}).`,
     },
+    ...(DATA_PLANE.importedBy.includes(folder)
+      ? []
+      : [
+          {
+            regex: '^(\\.\\./)+data-plane\\.ts$',
+            message: `service/${folder}/ must not import service/data-plane.ts: it assembles webhooks/ (${ARCHITECTURE}).`,
+          },
+        ]),
   ];
   return {
     files: [`service/${folder}/**/*.ts`],
@@ -108,6 +126,30 @@ const programRules = Object.entries(PROGRAMS).map(([file, allowed]) => {
     },
   };
 });
+
+const dataPlaneRules = [
+  {
+    files: ['service/data-plane.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [ELECTRON],
+          patterns: [
+            {
+              regex: `^\\./(${Object.keys(LAYERS).filter((f) => !DATA_PLANE.imports.includes(f)).join('|')})/`,
+              message: `service/data-plane.ts imports only ${DATA_PLANE.imports.map((f) => `service/${f}/`).join(', ')} (${ARCHITECTURE}).`,
+            },
+            {
+              regex: `^(\\.\\./|\\./(${programFiles.join('|')})\\.ts$)`,
+              message: `service/data-plane.ts must not import the programs or anything outside service/ (${ARCHITECTURE}).`,
+            },
+          ],
+        },
+      ],
+    },
+  },
+];
 
 const servicePackages = MAIN.packages.map((name) => ({
   name,
@@ -192,5 +234,6 @@ export default tseslint.config(
   },
   ...layerRules,
   ...programRules,
+  ...dataPlaneRules,
   ...mainRules,
 );

@@ -21,11 +21,10 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { startServe, type ServiceProcess } from '../test/helpers/service-process.ts';
 import type { BenchResult } from './index.ts';
-import { flag, percentile, round } from './lib.ts';
+import { benchTextMessage, flag, percentile, round } from './lib.ts';
 
 const COMMON = ['the', 'and', 'you', 'for', 'meeting', 'order', 'payment', 'tomorrow', 'please', 'thanks', 'invoice', 'delivery'];
 
@@ -75,7 +74,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-fairness-'));
 
   // ---- the data set --------------------------------------------------------------------------------------
-  const store = openStore(dataDir);
+  const { store } = openDataPlane({ dataDir, role: 'tool' });
   const alice = store.users.ensure('alice');
   const bob = store.users.ensure('bob');
   const tokenA = issueToken(store.tokens, alice.id, 'bench').token;
@@ -115,25 +114,8 @@ export async function run(args: string[]): Promise<BenchResult> {
       for (let i = start; i < Math.min(total, start + BATCH); i++) {
         const chatId = chatIds[i % chats]!;
         const keyId = `FAIR${String(i).padStart(9, '0')}`;
-        const fromMe = i % 3 === 0;
-        store.messages.upsert(conn.id, {
-          id: messageIdOf(fromMe, chatId, keyId),
-          keyId,
-          chatId,
-          timestamp: base + Math.floor(i / 3),
-          fromMe,
-          senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-          senderPushName: fromMe ? '' : 'Bench Contact',
-          type: 'text',
-          kind: 'text',
-          rawType: null,
-          ...EMPTY_CONTENT,
-          text: Array.from({ length: 6 + Math.floor(random() * 10) }, pick).join(' '),
-          quotedMessageId: null,
-          media: null,
-          ack: fromMe ? 3 : null,
-          raw: null,
-        });
+        const text = Array.from({ length: 6 + Math.floor(random() * 10) }, pick).join(' ');
+        store.messages.upsert(conn.id, benchTextMessage(chatId, keyId, i, base + Math.floor(i / 3), text));
       }
     });
   }

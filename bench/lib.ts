@@ -9,6 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
+import type { StoredMessage } from '../service/db/messages.ts';
+import { storedText } from '../test/helpers/messages.ts';
 import { runCli, startSandboxProcess, startServe, type SandboxProcess, type ServiceProcess } from '../test/helpers/service-process.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of several shapes
@@ -304,4 +306,13 @@ export async function spawnBareClient(wsUrl: string, rootKeyHex: string, adminUr
       await exited;
     },
   };
+}
+
+/**
+ * A text message of a seeded bench corpus: every third one is the account's own (ack 3, read), the others are the
+ * contact's (`chatId`). `timestamp` in Unix seconds.
+ */
+export function benchTextMessage(chatId: string, keyId: string, i: number, timestamp: number, text: string): StoredMessage {
+  const fromMe = i % 3 === 0;
+  return storedText(chatId, keyId, timestamp, text, fromMe, { senderPushName: fromMe ? '' : 'Bench Contact', ack: fromMe ? 3 : null });
 }

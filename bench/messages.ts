@@ -12,24 +12,15 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { EMPTY_CONTENT, encodeCursor, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { encodeCursor } from '../service/db/messages.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
-import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
-import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
+import { benchTextMessage, flag, percentile } from './lib.ts';
 
 const PAGE = 50;
 
-function flag(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(args[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
-  return v;
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 export async function run(args: string[]): Promise<BenchResult> {
   const big = flag(args, 'big', 200_000);
@@ -37,7 +28,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const requests = flag(args, 'requests', 400);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
   const logger = pino({ level: 'silent' });
-  const store = openStore(dataDir);
+  const { store, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
   const user = store.users.ensure('bench');
   const { token } = issueToken(store.tokens, user.id, 'bench');
   const conn = store.connections.insert({ id: 'bench-connection', userId: user.id, name: 'bench', workerId: 'bench' });
@@ -54,33 +45,15 @@ export async function run(args: string[]): Promise<BenchResult> {
       store.tx(() => {
         for (let i = start; i < Math.min(size, start + 10_000); i++) {
           const keyId = `BENCH${String(i).padStart(8, '0')}`;
-          const fromMe = i % 3 === 0;
-          store.messages.upsert(conn.id, {
-            id: messageIdOf(fromMe, chatId, keyId),
-            keyId,
-            chatId,
-            timestamp: base + Math.floor(i / 2), // two messages per second: equal timestamps are paged too
-            fromMe,
-            senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-            senderPushName: fromMe ? '' : 'Bench Contact',
-            type: 'text',
-            kind: 'text',
-            rawType: null,
-            ...EMPTY_CONTENT,
-            text: `Benchmark message number ${i} with a little body text to look realistic.`,
-            quotedMessageId: null,
-            media: null,
-            ack: fromMe ? 3 : null,
-            raw: null,
-          });
+          const text = `Benchmark message number ${i} with a little body text to look realistic.`;
+          // two messages per second: equal timestamps are paged too
+          store.messages.upsert(conn.id, benchTextMessage(chatId, keyId, i, base + Math.floor(i / 2), text));
         }
       });
     }
   }
   const insertMs = Date.now() - t0;
 
-  const events = new EventLog(store);
-  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,

@@ -15,14 +15,11 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { issueToken } from '../service/auth/api-tokens.ts';
-import { EMPTY_CONTENT, messageIdOf } from '../service/db/messages.ts';
-import { openStore } from '../service/db/store.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { createEngine } from '../service/engine/engine.ts';
-import { EventLog } from '../service/events/log.ts';
 import { buildApp } from '../service/http/app.ts';
-import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import type { BenchResult } from './index.ts';
-import { flag, percentile, round } from './lib.ts';
+import { benchTextMessage, flag, percentile, round } from './lib.ts';
 
 const COMMON = [
   'the', 'and', 'you', 'for', 'meeting', 'order', 'payment', 'tomorrow', 'please', 'thanks', 'invoice', 'delivery',
@@ -36,7 +33,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const exports = flag(args, 'exports', 40);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-search-'));
   const logger = pino({ level: 'silent' });
-  const store = openStore(dataDir);
+  const { store, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
   const user = store.users.ensure('bench');
   const { token } = issueToken(store.tokens, user.id, 'bench');
   const conn = store.connections.insert({ id: 'bench-search-connection', userId: user.id, name: 'bench', workerId: 'bench' });
@@ -74,27 +71,9 @@ export async function run(args: string[]): Promise<BenchResult> {
       for (let i = start; i < Math.min(total, start + BATCH); i++) {
         const chatId = chatIds[i % chats]!;
         const keyId = `BENCH${String(i).padStart(9, '0')}`;
-        const fromMe = i % 3 === 0;
         const words = Array.from({ length: 6 + Math.floor(random() * 8) }, pick);
         if (random() < 1 / 3) words.splice(Math.floor(random() * words.length), 0, rare[Math.floor(random() * rare.length)]!);
-        store.messages.upsert(conn.id, {
-          id: messageIdOf(fromMe, chatId, keyId),
-          keyId,
-          chatId,
-          timestamp: base + Math.floor(i / 3),
-          fromMe,
-          senderJid: fromMe ? '15550100@s.whatsapp.net' : chatId,
-          senderPushName: fromMe ? '' : 'Bench Contact',
-          type: 'text',
-          kind: 'text',
-          rawType: null,
-          ...EMPTY_CONTENT,
-          text: words.join(' '),
-          quotedMessageId: null,
-          media: null,
-          ack: fromMe ? 3 : null,
-          raw: null,
-        });
+        store.messages.upsert(conn.id, benchTextMessage(chatId, keyId, i, base + Math.floor(i / 3), words.join(' ')));
       }
     });
   }
@@ -102,8 +81,6 @@ export async function run(args: string[]): Promise<BenchResult> {
   const dbBytes = fs.statSync(path.join(dataDir, 'switchboard.db')).size + (fs.existsSync(path.join(dataDir, 'switchboard.db-wal')) ? fs.statSync(path.join(dataDir, 'switchboard.db-wal')).size : 0);
   store.db.pragma('wal_checkpoint(TRUNCATE)');
 
-  const events = new EventLog(store);
-  const outbox = new WebhookOutbox(store, events);
   const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
     store,

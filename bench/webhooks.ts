@@ -13,10 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
-import { openStore } from '../service/db/store.ts';
-import { EventLog } from '../service/events/log.ts';
+import { openDataPlane } from '../service/data-plane.ts';
 import { WebhookDispatcher } from '../service/webhooks/dispatcher.ts';
-import { WebhookOutbox } from '../service/webhooks/outbox.ts';
 import { generateSigningSecret } from '../service/webhooks/signing.ts';
 import { OutboundPolicy } from '../service/net/outbound.ts';
 import { runCli, startSandboxProcess, startServe } from '../test/helpers/service-process.ts';
@@ -36,9 +34,7 @@ function percentile(sorted: number[], p: number): number {
 
 async function capacity(webhooks: number, totalDeliveries: number) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
-  const store = openStore(dir);
-  const log = new EventLog(store);
-  const outbox = new WebhookOutbox(store, log);
+  const { store, events: log, outbox } = openDataPlane({ dataDir: dir, role: 'tool' });
   let received = 0;
   let done: () => void = () => undefined;
   const finished = new Promise<void>((r) => (done = r));

@@ -25,7 +25,8 @@ import { VERSION } from './config/version.ts';
 import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { peerTokens } from './db/peer-tokens.ts';
-import { MAIN_THREAD_WRITE_WAIT_MS, openStore } from './db/store.ts';
+import { MAIN_THREAD_WRITE_WAIT_MS } from './db/store.ts';
+import { openDataPlane } from './data-plane.ts';
 import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
@@ -33,10 +34,8 @@ import { createThreadEngine, type SessionThreads } from './engine/thread-engine.
 import type { Engine, EngineOptions } from './engine/types.ts';
 import { API_PREFIX, buildApp } from './http/app.ts';
 import { startSandbox } from './sandbox/index.ts';
-import { EventLog } from './events/log.ts';
 import { startRetention } from './events/retention.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { WebhookOutbox } from './webhooks/outbox.ts';
 import { OutboundPolicy, type Resolver } from './net/outbound.ts';
 
 /** Longest wait for one shutdown step (API drain, sessions, sandbox…) before the next one runs anyway. */
@@ -175,7 +174,11 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // timeout 0, a lock that only tries); its writes wait in `txAsync` at most MAIN_THREAD_WRITE_WAIT_MS, and an API
     // write that cannot get the lock answers 503 (docs/architecture.md § Threads and the write lock). Without threads
     // the sessions run here and wait in SQLite's busy handler, as they must.
-    const store = openStore(config.dataDir, {
+    // The store, the event log (seq, publication after commit) and the webhook outbox that writes a row per
+    // subscribed webhook in each event's transaction (docs/architecture.md § Data plane).
+    const { store, events, outbox } = openDataPlane({
+      dataDir: config.dataDir,
+      role: 'main',
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
       busyTimeoutMs: writeLock ? 0 : MAIN_THREAD_WRITE_WAIT_MS,
       ...(writeLock && {
@@ -184,10 +187,6 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
-    // The event log (seq, publication after commit) and the webhook outbox that writes a row per subscribed webhook
-    // in each event's transaction.
-    const events = new EventLog(store);
-    const outbox = new WebhookOutbox(store, events);
     // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
     // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
     const loose = repairPrivateModes(config.dataDir);

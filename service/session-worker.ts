@@ -11,13 +11,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { LoggedEvent } from './db/events.ts';
-import { openStore, type TransactionObserver } from './db/store.ts';
+import type { TransactionObserver } from './db/store.ts';
 import { WriteLock } from './db/write-lock.ts';
 import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { pino } from 'pino';
-import { EventLog } from './events/log.ts';
+import { openDataPlane } from './data-plane.ts';
 import { OutboundPolicy } from './net/outbound.ts';
-import { WebhookOutbox } from './webhooks/outbox.ts';
 import { createEngine } from './engine/engine.ts';
 import type { Engine } from './engine/types.ts';
 import { RpcClient, serveRpc, serializeError, type RpcHandlers, type RpcRequest, type SerializedError } from './engine/rpc.ts';
@@ -40,25 +39,16 @@ const logger = pino({ level: data.logLevel }, { write: (line: string) => post({ 
 // libsignal prints session records (private keys) through console, here as on the main thread: never to stdout.
 installConsoleFilter();
 setConsoleFilterLogger(logger);
-const store = openStore(data.dataDir, {
+// This thread's store, event log and webhook outbox (the outbox writes the events' rows in their transactions, as on
+// the main thread; cached webhooks follow the main thread's changes by the database's counter: docs/architecture.md §
+// Data plane). The main thread's checkpoint worker copies the WAL; this connection does not checkpoint in its commits.
+const { store, events, outbox } = openDataPlane({
+  dataDir: data.dataDir,
+  role: 'session-thread',
   writeLock: new WriteLock(data.writeLock),
   onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the worker thread'),
 });
-// The main thread's checkpoint worker (checkpointer.ts) copies the WAL; this connection does not checkpoint in its commits.
-store.db.pragma('wal_autocheckpoint = 0');
 const room = new Int32Array(data.storageRoom);
-// Webhooks are changed on the main thread: drop the cached targets when it says so (SessionWorkerData.webhookGeneration).
-const webhookGeneration = new Int32Array(data.webhookGeneration);
-let seenGeneration = Atomics.load(webhookGeneration, 0);
-const targets = store.webhooks.targets.bind(store.webhooks);
-store.webhooks.targets = (connectionId: string) => {
-  const now = Atomics.load(webhookGeneration, 0);
-  if (now !== seenGeneration) {
-    seenGeneration = now;
-    store.webhooks.forgetCache();
-  }
-  return targets(connectionId);
-};
 const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
 // The main thread's calls (MainRpc): an embedder's resolver (StartOptions.resolve) runs there, when there is one.
 const main = new RpcClient<MainRpc>({
@@ -74,9 +64,6 @@ const policy = new OutboundPolicy({
   allowLoopbackWebhooks: data.outbound.allowLoopbackWebhooks,
   allowLanSetting: () => Atomics.load(room, 1) === 1,
 });
-// This thread's event log writes the events' webhook outbox rows in their transactions, as on the main thread.
-const events = new EventLog(store);
-const outbox = new WebhookOutbox(store, events);
 // The dispatcher runs on the main thread: rows are written `pending` (no claim at insert) and it is woken to claim them.
 const wakeMain = () => post({ type: 'outbox' });
 outbox.attach({ leaseMs: 0, reserve: () => false, committed: () => undefined, abandoned: () => undefined, backlog: wakeMain, wake: wakeMain, deleted: () => undefined });

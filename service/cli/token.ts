@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { issueToken } from '../auth/api-tokens.ts';
 import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
-import { openStore, type Store } from '../db/store.ts';
+import type { Store } from '../db/store.ts';
+import { openDataPlane } from '../data-plane.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 
@@ -37,7 +38,7 @@ function openSelectedStore(values: { 'data-dir'?: string; sandbox?: boolean }, m
   const dataDir = resolveDataDir({ dataDir: values['data-dir'] }, resolveSandboxMode(values));
   const file = path.join(dataDir, 'switchboard.db');
   if (mustExist && !fs.existsSync(file)) throw new CommandError(`no Switchboard database at ${file}`);
-  return openStore(dataDir);
+  return openDataPlane({ dataDir, role: 'tool' }).store; // closed by withStore (the plane's close is the store's)
 }
 
 function withStore<T>(store: Store, fn: (store: Store) => T): T {

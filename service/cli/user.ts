@@ -5,7 +5,8 @@
  * streams are closed (4401) within the service's revocation sweep (about 2 s). Nothing is deleted.
  */
 import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
-import { openStore, type Store } from '../db/store.ts';
+import type { Store } from '../db/store.ts';
+import { openDataPlane } from '../data-plane.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 import { formatTable } from './token.ts';
@@ -34,11 +35,11 @@ function withStore<T>(values: { 'data-dir'?: string; sandbox?: boolean }, mustEx
   const dataDir = resolveDataDir({ dataDir: values['data-dir'] }, resolveSandboxMode(values));
   const file = path.join(dataDir, 'switchboard.db');
   if (mustExist && !fs.existsSync(file)) throw new CommandError(`no Switchboard database at ${file}`);
-  const store = openStore(dataDir);
+  const plane = openDataPlane({ dataDir, role: 'tool' });
   try {
-    return fn(store);
+    return fn(plane.store);
   } finally {
-    store.close();
+    plane.close();
   }
 }
 

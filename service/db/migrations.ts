@@ -346,4 +346,18 @@ export const migrations: readonly string[] = [
   UPDATE chats SET last_body = m.text, last_kind = m.kind
     FROM messages m WHERE m.connection_id = chats.connection_id AND m.id = chats.last_id;
   `,
+  /* cache_generations: a counter per table that repositories keep in memory, bumped by triggers on every change, so a
+     connection's cache learns of another connection's writes (docs/architecture.md § Data plane; issue 26 item 5) */ `
+  CREATE TABLE cache_generations (
+    name       TEXT PRIMARY KEY,             -- the cached table
+    generation INTEGER NOT NULL              -- bumped by each statement that changes the table
+  ) WITHOUT ROWID;
+  INSERT INTO cache_generations (name, generation) VALUES ('webhooks', 0);
+  CREATE TRIGGER webhooks_generation_insert AFTER INSERT ON webhooks
+    BEGIN UPDATE cache_generations SET generation = generation + 1 WHERE name = 'webhooks'; END;
+  CREATE TRIGGER webhooks_generation_update AFTER UPDATE ON webhooks
+    BEGIN UPDATE cache_generations SET generation = generation + 1 WHERE name = 'webhooks'; END;
+  CREATE TRIGGER webhooks_generation_delete AFTER DELETE ON webhooks
+    BEGIN UPDATE cache_generations SET generation = generation + 1 WHERE name = 'webhooks'; END;
+  `,
 ];

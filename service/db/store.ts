@@ -6,6 +6,7 @@
  * neither events nor webhooks beyond their tables.
  */
 import path from 'node:path';
+import { TransactionSerial } from './cache-generation.ts';
 import { inTransaction, openDatabase, setSynchronous, type Db } from './database.ts';
 import { WalSync } from './wal-sync.ts';
 import { authStateRepo } from './auth-state.ts';
@@ -110,7 +111,9 @@ export function openStore(dataDir: string, opts: StoreOptions = {}): Store {
 
 export function createStore(db: Db, opts: StoreOptions = {}) {
   if (opts.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs))}`);
-  const webhooks = webhooksRepo(db);
+  /** The running outermost write transaction (`tx` or batch): cached repositories check their counters once per one. */
+  const serial = new TransactionSerial();
+  const webhooks = webhooksRepo(db, serial);
   const search = searchIndex(db);
   const mediaUrls = new MediaUrls();
   const observers: TransactionObserver[] = [];
@@ -201,6 +204,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     if (!batchOpen) return;
     clearTimeout(batchTimer);
     batchOpen = false;
+    serial.end();
     try {
       while (beforeBatchCommit.length > 0) beforeBatchCommit.shift()!();
       db.exec('COMMIT');
@@ -284,10 +288,12 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     let locked = depth === 0 && writeLock !== undefined && !db.inTransaction && !heldAhead;
     if (locked) writeLock!.acquire();
     const mark = markUncommitted();
+    if (depth === 0) serial.begin();
     depth++;
     try {
       const result = inTransaction(db, fn);
       depth--;
+      if (depth === 0) serial.end();
       if (locked) {
         locked = false;
         writeLock!.release();
@@ -300,6 +306,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       return result;
     } catch (err) {
       depth--;
+      if (depth === 0) serial.end();
       if (locked) writeLock!.release();
       rollBackTo(mark);
       if (isStorageError(err)) commitFailed(err);
@@ -348,6 +355,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       throw err;
     }
     batchOpen = true;
+    serial.begin();
     batchMarks = markUncommitted();
     batchTimer = setTimeout(() => {
       try {

@@ -2,6 +2,7 @@
  * Webhooks table: per-connection HTTP subscriptions to event types (interface-spec §2.6), each with its own
  * Standard Webhooks signing secret. Also reads the operator setting `allowLanWebhooks` from `settings`.
  */
+import { cacheGeneration, type TransactionSerial } from './cache-generation.ts';
 import type { Db } from './database.ts';
 import { nowIso } from './database.ts';
 
@@ -55,7 +56,11 @@ export interface WebhookTarget {
 /** Settings key of the operator switch that allows http:// and LAN webhook targets. */
 export const ALLOW_LAN_SETTING = 'allowLanWebhooks';
 
-export function webhooksRepo(db: Db) {
+/**
+ * @param serial the store's running write transaction (cache-generation.ts): the cached targets and rows are checked
+ *   against the table's generation counter once per transaction, and on every read outside one.
+ */
+export function webhooksRepo(db: Db, serial: TransactionSerial) {
   const q = {
     get: db.prepare(`SELECT * FROM webhooks WHERE id = ?`),
     listByConnection: db.prepare(`SELECT * FROM webhooks WHERE connection_id = ? ORDER BY created_at, id`),
@@ -80,9 +85,15 @@ export function webhooksRepo(db: Db) {
   };
   const targetCache = new Map<string, WebhookTarget[]>();
   const rowCache = new Map<string, WebhookRow | null>();
-  const forget = () => {
+  const clear = () => {
     targetCache.clear();
     rowCache.clear();
+  };
+  // Any connection's change to the table bumps its counter (triggers, migrations.ts): the caches are dropped when it moved.
+  const generation = cacheGeneration(db, 'webhooks', serial);
+  const forget = () => {
+    clear();
+    generation.reset();
   };
   return {
     get(id: string): WebhookRow | undefined {
@@ -94,6 +105,7 @@ export function webhooksRepo(db: Db) {
      * The returned row is shared: do not modify it.
      */
     getCached(id: string): WebhookRow | undefined {
+      generation.check(clear);
       let row = rowCache.get(id);
       if (row === undefined) {
         row = this.get(id) ?? null;
@@ -111,10 +123,12 @@ export function webhooksRepo(db: Db) {
     },
     /**
      * Every webhook of the connection with the connection's sessionName (active or not). Read for every logged
-     * event, so kept in memory: webhook rows change only through this repo (insert/update/delete clear it; the
-     * store calls `forgetCache` when a transaction rolls back), and connections are never deleted (soft delete).
+     * event, so kept in memory and checked against the table's generation counter (once per write transaction: a
+     * change by any connection to the database drops it; this repo's own writes and the store's rollbacks drop it at
+     * once, `forgetCache`). Connections are never deleted (soft delete) and their sessionName never changes.
      */
     targets(connectionId: string): WebhookTarget[] {
+      generation.check(clear);
       const cached = targetCache.get(connectionId);
       if (cached) return cached;
       const rows = q.targets.all(connectionId) as Array<{ id: string; events: string; active: number; session_name: string }>;

@@ -148,18 +148,6 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     if (clockOffset && opts.now) clockOffset[0] = opts.now() - Date.now();
   };
   syncClock();
-  // Webhook changes made here reach the threads' cached webhook targets (see SessionWorkerData.webhookGeneration).
-  const webhookGeneration = new SharedArrayBuffer(4);
-  const generation = new Int32Array(webhookGeneration);
-  const hooks = store.webhooks as unknown as Record<string, (...a: unknown[]) => unknown>;
-  for (const name of ['insert', 'update', 'delete', 'setAllowLanSetting']) {
-    const original = hooks[name]!.bind(store.webhooks);
-    hooks[name] = (...a: unknown[]) => {
-      Atomics.add(generation, 0, 1);
-      return original(...a);
-    };
-  }
-
   // The thread's composition root sits beside service/index.ts (it wires the store, the event log and the outbox).
   const entry = new URL(`../session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
   const baseData: Omit<SessionWorkerData, 'thread' | 'heartbeat'> = {
@@ -183,7 +171,6 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     writeLock: opts.writeLock,
     ...(opts.resolve && { resolveOnMain: true }),
     ...(clock && { clockOffset: clock }),
-    webhookGeneration,
     ...(opts.testHooks && { testHooks: true }),
   };
 

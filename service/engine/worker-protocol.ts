@@ -97,13 +97,6 @@ export interface SessionWorkerData {
    */
   clockOffset?: SharedArrayBuffer;
   /**
-   * Int32Array over it: [0] = how often the main thread changed webhooks (insert, update, delete, the LAN setting).
-   * Incremented inside the changing transaction, before its commit; a thread drops its cached webhook targets when
-   * it sees a new value. Its own write transaction holds the write lock, so it reads the counter either after that
-   * commit (and sees the change) or before the change's transaction began (and writes rows the change then finds).
-   */
-  webhookGeneration: SharedArrayBuffer;
-  /**
    * Honour the test-only messages (`testHoldWriteLock`): set only by an embedder's ThreadEngineOptions.testHooks
    * (the tests), never by `serve`; without it the thread ignores them.
    */

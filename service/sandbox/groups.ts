@@ -34,6 +34,7 @@ import type { ClientConnection } from './session.ts';
 import type { AccountRow, AddressingMode, GroupParticipantRow, GroupRole, GroupRow, NewOutbox } from './store.ts';
 import { formatPhoneNumber, lidJid, memberJid, pnJid } from './phone-number.ts';
 import { classify, stanzaAttrs } from './content.ts';
+import { readFanout } from './fanout.ts';
 import { mediaContent } from './media.ts';
 import { newMessageId } from './message-id.ts';
 import { SKIP_PAIRWISE_ATTR, type Sealed } from './delivery.ts';
@@ -46,7 +47,6 @@ import {
   processDistribution,
   type SenderKeyRecord,
 } from './sender-keys.ts';
-import type { EncType } from './signal-device.ts';
 
 export type ParticipantAction = 'add' | 'remove' | 'promote' | 'demote';
 export const PARTICIPANT_ACTIONS: readonly ParticipantAction[] = ['add', 'remove', 'promote', 'demote'];
@@ -629,7 +629,7 @@ export class Groups {
 
   /** A `<message to="<id>@g.us">` from a logged-in companion of `sender` (device `senderDevice`). */
   async onClientMessage(conn: ClientConnection, node: BinaryNode, sender: AccountRow, senderDevice: number): Promise<void> {
-    const { accounts, phones, store } = this.ctx;
+    const { store } = this.ctx;
     const id = node.attrs.id!;
     const to = node.attrs.to!;
     const ack = (error?: string): void =>
@@ -651,31 +651,15 @@ export class Groups {
     const senderName = `${sender.pn}.${senderDevice}`;
 
     // SKDMs: the phones keep theirs, companions get theirs relayed
-    const pairwise = new Map<string, { type: EncType; ciphertext: Buffer }>();
-    for (const toNode of getBinaryNodeChildren(getBinaryNodeChild(node, 'participants'), 'to')) {
-      const enc = getBinaryNodeChild(toNode, 'enc');
-      const type = enc?.attrs.type;
-      const target = accounts.resolveJid(toNode.attrs.jid);
-      if (!target || !enc || (type !== 'pkmsg' && type !== 'msg') || !(enc.content instanceof Uint8Array)) continue;
-      if (target.device !== 0) {
-        pairwise.set(`${target.account.pn}:${target.device}`, { type, ciphertext: Buffer.from(enc.content) });
-        continue;
-      }
-      try {
-        const padded = await phones.decryptFromCompanion(target.account.pn, sender.lid, senderDevice, type, enc.content);
-        const msg = proto.Message.decode(unpadRandomMax16(padded));
-        const item = msg.senderKeyDistributionMessage ?? msg.deviceSentMessage?.message?.senderKeyDistributionMessage;
-        if (item?.axolotlSenderKeyDistributionMessage) {
-          const rec = processDistribution(
-            this.loadRecord(target.account.pn, group.id, senderName),
-            item.axolotlSenderKeyDistributionMessage,
-          );
-          this.saveRecord(target.account.pn, group.id, senderName, rec);
-        }
-      } catch (err) {
-        conn.log.warn({ err, msgId: id, to: toNode.attrs.jid }, 'phone could not take a sender key');
-      }
-    }
+    const pairwise = await readFanout(
+      this.ctx,
+      node,
+      sender,
+      senderDevice,
+      (phone, skdm) =>
+        this.saveRecord(phone.pn, group.id, senderName, processDistribution(this.loadRecord(phone.pn, group.id, senderName), skdm)),
+      (err, to) => conn.log.warn({ err, msgId: id, to }, 'phone could not take a sender key'),
+    );
 
     // every member phone decrypts the skmsg with that sender's key
     let content: proto.Message | undefined;

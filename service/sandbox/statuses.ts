@@ -13,7 +13,6 @@
  * SKDM and the skmsg from `status@broadcast` with the author as `participant`, and the sender gets its ack.
  */
 import {
-  getBinaryNodeChild,
   getBinaryNodeChildren,
   normalizeMessageContent,
   proto,
@@ -23,8 +22,8 @@ import {
 import type { SandboxContext } from './context.ts';
 import type { ClientConnection } from './session.ts';
 import type { AccountRow, NewOutbox } from './store.ts';
-import type { EncType } from './signal-device.ts';
 import { classify } from './content.ts';
+import { readFanout } from './fanout.ts';
 import { mediaContent } from './media.ts';
 import { formatPhoneNumber, lidJid, pnJid } from './phone-number.ts';
 import { groupDecrypt, processDistribution, SenderKeyError, type SenderKeyRecord } from './sender-keys.ts';
@@ -68,7 +67,7 @@ export class Statuses {
     sender: AccountRow,
     senderDevice: number,
   ): Promise<void> {
-    const { accounts, phones, store } = this.ctx;
+    const { store } = this.ctx;
     const id = node.attrs.id!;
     const skEnc = getBinaryNodeChildren(node, 'enc').find((e) => e.attrs.type === 'skmsg');
     const skmsg = skEnc?.content instanceof Uint8Array ? Buffer.from(skEnc.content) : undefined;
@@ -76,41 +75,17 @@ export class Statuses {
 
     // The SKDMs: each named phone takes its own, each named companion gets its own relayed.
     const audience = new Map<string, AccountRow>();
-    const pairwise = new Map<string, { type: EncType; ciphertext: Buffer }>();
-    for (const toNode of getBinaryNodeChildren(getBinaryNodeChild(node, 'participants'), 'to')) {
-      const enc = getBinaryNodeChild(toNode, 'enc');
-      const type = enc?.attrs.type;
-      const target = accounts.resolveJid(toNode.attrs.jid);
-      if (!target || !enc || (type !== 'pkmsg' && type !== 'msg') || !(enc.content instanceof Uint8Array)) continue;
-      if (target.device !== 0) {
-        pairwise.set(`${target.account.pn}:${target.device}`, { type, ciphertext: Buffer.from(enc.content) });
-        continue;
-      }
-      try {
-        const padded = await phones.decryptFromCompanion(
-          target.account.pn,
-          sender.lid,
-          senderDevice,
-          type,
-          enc.content,
-        );
-        const msg = proto.Message.decode(unpadRandomMax16(padded));
-        const item = msg.senderKeyDistributionMessage ?? msg.deviceSentMessage?.message?.senderKeyDistributionMessage;
-        if (item?.axolotlSenderKeyDistributionMessage) {
-          this.saveRecord(
-            target.account.pn,
-            senderName,
-            processDistribution(
-              this.loadRecord(target.account.pn, senderName),
-              item.axolotlSenderKeyDistributionMessage,
-            ),
-          );
-          audience.set(target.account.pn, target.account);
-        }
-      } catch (err) {
-        conn.log.warn({ err, msgId: id, to: toNode.attrs.jid }, 'phone could not take a status sender key');
-      }
-    }
+    const pairwise = await readFanout(
+      this.ctx,
+      node,
+      sender,
+      senderDevice,
+      (phone, skdm) => {
+        this.saveRecord(phone.pn, senderName, processDistribution(this.loadRecord(phone.pn, senderName), skdm));
+        audience.set(phone.pn, phone);
+      },
+      (err, to) => conn.log.warn({ err, msgId: id, to }, 'phone could not take a status sender key'),
+    );
 
     // Each named phone of another account decrypts the post.
     let content: proto.Message | undefined;

@@ -8,6 +8,7 @@ import { MantineProvider } from '@mantine/core';
 import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import type { ReactNode } from 'react';
 import { installDomShims } from './dom-shims.tsx';
+import { textMessage } from './fixtures.ts';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiClient, ApiError } from '../../renderer/src/api/client.ts';
 import type { Connection, Message, MessagePage } from '../../renderer/src/api/types.ts';
@@ -25,32 +26,8 @@ afterEach(() => cleanup());
 
 const wrap = (ui: ReactNode) => render(<MantineProvider>{ui}</MantineProvider>);
 
-const msg = (n: number, over: Partial<Message> = {}): Message => ({
-  id: `false_a@s.whatsapp.net_${n}`,
-  chatId: 'a@s.whatsapp.net',
-  timestamp: 1_700_000_000 + n,
-  fromMe: false,
-  senderJid: 'a@s.whatsapp.net',
-  senderPushName: 'Alice',
-  type: 'text',
-  kind: 'text',
-  rawType: null,
-  text: `m${n}`,
-  location: null,
-  contacts: null,
-  poll: null,
-  selection: null,
-  album: null,
-  albumId: null,
-  quotedMessageId: null,
-  media: null,
-  ack: null,
-  mentions: [],
-  isForwarded: false,
-  editedAt: null,
-  reactions: [],
-  ...over,
-});
+const msg = (n: number, over: Partial<Message> = {}): Message =>
+  textMessage('a@s.whatsapp.net', String(n), `m${n}`, 1_700_000_000 + n, over);
 
 /** 70 messages, paged newest first like the API; cursor = index of the next older message. */
 function pagedClient(total = 70) {

@@ -17,6 +17,7 @@ import { useThread } from '../../renderer/src/stores/thread.ts';
 import { ChatPreview } from '../../renderer/src/views/ChatsView.tsx';
 import { MessageBubble } from '../../renderer/src/views/MessageBubble.tsx';
 import { installDomShims } from './dom-shims.tsx';
+import { textMessage } from './fixtures.ts';
 
 const ALICE = '15550101@s.whatsapp.net';
 const BOB = '15550102@s.whatsapp.net';
@@ -25,32 +26,8 @@ const client = new ApiClient({ baseUrl: 'http://127.0.0.1:1/api', token: 'wh_x' 
 beforeAll(() => installDomShims());
 afterEach(() => cleanup());
 
-const msg = (chatId: string, key: string, text: string, over: Partial<Message> = {}): Message => ({
-  id: `false_${chatId}_${key}`,
-  chatId,
-  timestamp: 1_795_000_000,
-  fromMe: false,
-  senderJid: chatId,
-  senderPushName: 'Alice',
-  type: 'text',
-  kind: 'text',
-  rawType: null,
-  text,
-  location: null,
-  contacts: null,
-  poll: null,
-  selection: null,
-  album: null,
-  albumId: null,
-  quotedMessageId: null,
-  media: null,
-  ack: null,
-  mentions: [],
-  isForwarded: false,
-  editedAt: null,
-  reactions: [],
-  ...over,
-});
+const msg = (chatId: string, key: string, text: string, over: Partial<Message> = {}): Message =>
+  textMessage(chatId, key, text, 1_795_000_000, over);
 const chat = (id: string, last: Message): Chat => ({
   id,
   name: id.split('@')[0]!,

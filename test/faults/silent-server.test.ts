@@ -11,7 +11,7 @@ import { WebSocketServer } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken } from '../../service/auth/api-tokens.ts';
 import type { ServiceConfig } from '../../service/config/service-config.ts';
-import { openStore } from '../../service/db/store.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { startService, type RunningService } from '../../service/index.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -27,8 +27,8 @@ describe('a server that never answers the handshake', () => {
     silent = new WebSocketServer({ host: '127.0.0.1', port: 0 });
     silent.on('connection', () => connects++); // accepts, then says nothing
     await new Promise((resolve) => silent.once('listening', resolve));
-    const setup = openStore(dataDir);
-    token = issueToken(setup.tokens, setup.users.ensure('silent').id, 'test').token;
+    const setup = openDataPlane({ dataDir, role: 'tool' });
+    token = issueToken(setup.store.tokens, setup.store.users.ensure('silent').id, 'test').token;
     setup.close();
     const config: ServiceConfig = {
       host: '127.0.0.1',

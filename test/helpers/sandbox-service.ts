@@ -10,7 +10,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { issueToken } from '../../service/auth/api-tokens.ts';
 import type { ServiceConfig } from '../../service/config/service-config.ts';
-import { openStore } from '../../service/db/store.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { startService, type RunningService, type StartOptions } from '../../service/index.ts';
 import { decodeQrDataUrl } from './qr.ts';
 import { waitFor } from './wait.ts';
@@ -68,9 +68,9 @@ export interface SandboxServiceOptions extends StartOptions {
 export async function startSandboxService(opts: SandboxServiceOptions = {}): Promise<SandboxService> {
   const { typingDelayMs, allowLan, dataDir: existingDir, config: configOverrides, ...startOptions } = opts;
   const dataDir = existingDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sb-msg-'));
-  const setup = openStore(dataDir);
-  const user = setup.users.ensure('e2e');
-  const { token } = issueToken(setup.tokens, user.id, 'e2e');
+  const setup = openDataPlane({ dataDir, role: 'tool' });
+  const user = setup.store.users.ensure('e2e');
+  const { token } = issueToken(setup.store.tokens, user.id, 'e2e');
   setup.close();
 
   const config: ServiceConfig = {

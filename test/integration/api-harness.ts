@@ -14,15 +14,16 @@ import type { Billing } from '../../service/billing/billing.ts';
 import { issueToken } from '../../service/auth/api-tokens.ts';
 import type { ConnectionRow } from '../../service/db/connections.ts';
 import type { Reader } from '../../service/db/reader.ts';
-import { openStore, type Store } from '../../service/db/store.ts';
+import type { Store } from '../../service/db/store.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { createEngine } from '../../service/engine/engine.ts';
 import type { Engine } from '../../service/engine/types.ts';
-import { EventLog } from '../../service/events/log.ts';
+import type { EventLog } from '../../service/events/log.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
 import { MachineSettings, type MachineSettingsOptions } from '../../service/config/machine-settings.ts';
 import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
-import { WebhookOutbox } from '../../service/webhooks/outbox.ts';
+import type { WebhookOutbox } from '../../service/webhooks/outbox.ts';
 
 /** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */
 export const UNREACHABLE_WA_URL = 'ws://127.0.0.1:9/ws/chat';
@@ -102,9 +103,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
       },
     }),
   );
-  const store = openStore(dataDir);
-  const events = new EventLog(store);
-  const outbox = new WebhookOutbox(store, events);
+  const { store, events, outbox } = openDataPlane({ dataDir, role: 'main' });
   const engine = createEngine({
     store,
     events,

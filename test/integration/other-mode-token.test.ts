@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generateToken, issueToken } from '../../service/auth/api-tokens.ts';
 import { defaultDataDir, type PlatformInfo } from '../../service/config/data-dir.ts';
 import { resolveServiceConfig, type ConfigFlags } from '../../service/config/service-config.ts';
-import { openStore } from '../../service/db/store.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { startService, type RunningService } from '../../service/index.ts';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-other-mode-'));
@@ -37,7 +37,8 @@ async function serve(flags: ConfigFlags): Promise<RunningService> {
 
 /** Issues a token in the database of `dataDir` (as `switchboard token create` does, next to a running service). */
 function tokenIn(dataDir: string, user: string, opts: { revoke?: boolean; disable?: boolean } = {}): string {
-  const store = openStore(dataDir);
+  const plane = openDataPlane({ dataDir, role: 'tool' });
+  const { store } = plane;
   try {
     const u = store.users.ensure(user);
     const { token, record } = issueToken(store.tokens, u.id, 'cli');
@@ -45,7 +46,7 @@ function tokenIn(dataDir: string, user: string, opts: { revoke?: boolean; disabl
     if (opts.disable) store.users.setDisabled(u.id, true);
     return token;
   } finally {
-    store.close();
+    plane.close();
   }
 }
 

@@ -37,6 +37,10 @@ describe('the layering lint rule', () => {
     ['service/session-worker.ts', "import { startService } from './index.ts';\nexport const x = startService;\n", 'service/session-worker.ts must not import service/index.ts'],
     ['service/index.ts', "import { ensureOperatorToken } from '../main/operator-token.ts';\nexport const x = ensureOperatorToken;\n", 'or anything outside service/'],
     ['service/engine/fixture.ts', "import { startService } from '../index.ts';\nexport const x = startService;\n", 'programs, not layers'],
+    // The data plane (docs/architecture.md § Data plane) assembles webhooks/: a layer below must not reach it so.
+    ['service/engine/fixture.ts', "import { openDataPlane } from '../data-plane.ts';\nexport const x = openDataPlane;\n", 'must not import service/data-plane.ts'],
+    ['service/data-plane.ts', "import { buildApp } from './http/app.ts';\nexport const x = buildApp;\n", 'service/data-plane.ts imports only'],
+    ['service/data-plane.ts', "import { startService } from './index.ts';\nexport const x = startService;\n", 'must not import the programs'],
     // Electron's main process: the service runs in its own process (the import that loaded it all into main).
     ['main/service-supervisor.ts', "import { PINNED_PORT_VARIABLE } from './service-host.ts';\nexport const x = PINNED_PORT_VARIABLE;\n", 'main/service-host.ts is the service process\'s entry'],
     ['main/fixture.ts', "import { startService } from '../service/index.ts';\nexport const x = startService;\n", "main/ is Electron's main process: from service/ it may import only"],
@@ -61,6 +65,8 @@ describe('the layering lint rule', () => {
     ['service/webhooks/fixture.ts', "import { EventLog } from '../events/log.ts';\nexport const x = EventLog;\n"],
     ['service/session-worker.ts', "import { createEngine } from './engine/engine.ts';\nexport const x = createEngine;\n"],
     ['service/cli/fixture.ts', "import { startService } from '../index.ts';\nexport const x = startService;\n"],
+    ['service/cli/fixture.ts', "import { openDataPlane } from '../data-plane.ts';\nexport const x = openDataPlane;\n"],
+    ['service/session-worker.ts', "import { openDataPlane } from './data-plane.ts';\nexport const x = openDataPlane;\n"],
     ['main/fixture.ts', "import { resolveDataDir } from '../service/config/service-config.ts';\nexport const x = resolveDataDir;\n"],
     ['main/fixture.ts', "import { PINNED_PORT_VARIABLE } from './host-protocol.ts';\nimport { app } from 'electron';\nexport const x = [PINNED_PORT_VARIABLE, app];\n"],
     ['main/service-host.ts', "import { startService } from '../service/index.ts';\nimport { PINNED_PORT_VARIABLE } from './host-protocol.ts';\nexport const x = [startService, PINNED_PORT_VARIABLE];\n"],

@@ -21,6 +21,7 @@ import makeWASocket, {
 import { pino } from 'pino';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { vi } from 'vitest';
 
 type KeyMap = Record<string, Record<string, unknown>>;
 
@@ -184,4 +185,30 @@ export async function connectClient(
       await saveCreds();
     },
   };
+}
+
+/**
+ * libsignal (used by both Baileys and the sandbox phones) dumps whole sessions to the console when it closes one —
+ * cosmetic (brief D16). Call at the top of a test file to keep its output readable.
+ */
+export function muteLibsignalNoise(): void {
+  const noise = /^(Closing session|Closing open session in favor of incoming prekey bundle|Decrypted message with closed session)/;
+  for (const level of ['info', 'warn'] as const) {
+    const original = console[level].bind(console);
+    vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+      if (typeof args[0] === 'string' && noise.test(args[0])) return;
+      original(...args);
+    });
+  }
+}
+
+/** Polls `get` every 50 ms until it returns something other than undefined; errors propagate at once. */
+export async function poll<T>(get: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -8,12 +8,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { downloadMediaMessage, proto, type WAMessage } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
 import { sandboxTrust, type SandboxTrust } from '../../service/engine/sandbox-trust.ts';
-import { connectClient, type TestClient } from './baileys-client.ts';
+import { connectClient, muteLibsignalNoise, poll, type TestClient } from './baileys-client.ts';
 
 interface ApiResult<T = unknown> {
   status: number;
@@ -49,25 +49,7 @@ interface View {
   revoked: boolean;
 }
 
-async function poll<T>(get: () => Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const LIBSIGNAL_NOISE =
-  /^(Closing session|Closing open session in favor of incoming prekey bundle|Decrypted message with closed session)/;
-for (const level of ['info', 'warn'] as const) {
-  const original = console[level].bind(console);
-  vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-    if (typeof args[0] === 'string' && LIBSIGNAL_NOISE.test(args[0])) return;
-    original(...args);
-  });
-}
+muteLibsignalNoise();
 
 const PHONE = '15550100';
 const ALICE = '15550101';

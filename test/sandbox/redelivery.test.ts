@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { getBinaryNodeChildren, type BaileysEventMap, type BinaryNode } from '@whiskeysockets/baileys';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
-import { connectClient, type TestClient } from './baileys-client.ts';
+import { connectClient, muteLibsignalNoise, poll, type TestClient } from './baileys-client.ts';
 
 async function api<T = unknown>(
   base: string,
@@ -33,30 +33,10 @@ async function api<T = unknown>(
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
-async function poll<T>(
-  what: string,
-  get: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** `poll` with the description first, and a longer default (redelivery waits on reconnects). */
+const pollFor = <T>(what: string, get: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000) => poll(get, what, timeoutMs);
 
-// libsignal prints session records when it closes one (cosmetic, brief D16)
-const LIBSIGNAL_NOISE =
-  /^(Closing session|Closing open session in favor of incoming prekey bundle|Decrypted message with closed session)/;
-for (const level of ['info', 'warn'] as const) {
-  const original = console[level].bind(console);
-  vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-    if (typeof args[0] === 'string' && LIBSIGNAL_NOISE.test(args[0])) return;
-    original(...args);
-  });
-}
+muteLibsignalNoise();
 
 const PHONE = '15550100';
 const ALICE = '15550101';
@@ -190,7 +170,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
       // error 500, sends no receipt and decrypts nothing, so everything stays queued.
       const first = await connect({ shouldIgnoreJid: (jid: string) => jid === ALICE_JID || jid === groupJid });
       const firstSeen = captureEncs(first);
-      await poll('the first delivery', () => (all.every((id) => firstSeen.has(id)) ? true : undefined));
+      await pollFor('the first delivery', () => (all.every((id) => firstSeen.has(id)) ? true : undefined));
       await first.end();
       for (const id of [...ids.slice(0, 2), inGroup.body.id]) {
         const r = atSend.get(id)!;
@@ -217,7 +197,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
         );
       }
       for (const id of all) expect(secondSeen.get(id)).toEqual(firstSeen.get(id)); // one delivery each, the same bytes
-      await poll('the queue emptied by the receipts', () => (outbox(all).length === 0 ? true : undefined));
+      await pollFor('the queue emptied by the receipts', () => (outbox(all).length === 0 ? true : undefined));
       await second.end();
     },
   );
@@ -255,7 +235,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
       const reader = await connect();
       for (const id of ids)
         await reader.waitFor('messages.upsert', (u) => u.messages.some((m) => m.key.id === id && !!m.message), 15_000);
-      await poll('the receipts', () => (outbox(ids).length === 0 ? true : undefined));
+      await pollFor('the receipts', () => (outbox(ids).length === 0 ? true : undefined));
       await reader.end();
       // Back in the queue as they were, as if the receipts had been lost in a crash. The same bytes cannot be decrypted
       // again (their keys are used): the 1:1 message (a pkmsg, as every message of a session the phone opened and never
@@ -285,7 +265,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
       expect(deliveries[1]![0]!.count).toBe('1');
       expect(deliveries[0]!.map((p) => p.type)).toEqual(['skmsg']); // the device had the sender key already
       expect(deliveries[1]![1]!.bytes.equals(deliveries[0]![0]!.bytes)).toBe(false); // a new skmsg
-      await poll('the queue emptied', () => (outbox(ids).length === 0 ? true : undefined));
+      await pollFor('the queue emptied', () => (outbox(ids).length === 0 ? true : undefined));
       expect(seen.get(direct.body.id)).toHaveLength(1); // the duplicate, delivered once and dropped
       const upserts = again.events
         .filter((e) => e.name === 'messages.upsert')
@@ -339,7 +319,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
       });
       const liveIds = await live;
       const all = [...queuedIds, ...liveIds];
-      await poll(
+      await pollFor(
         `all ${all.length} decrypted (${done.size} so far)`,
         () => (all.every((id) => done.has(id)) ? true : undefined),
         90_000,
@@ -370,7 +350,7 @@ describe('sandbox: the sender ciphertext is stored once and redelivered as is', 
     expect(deliveries).toHaveLength(2);
     expect(deliveries[1]![0]!.count).toBe('1');
     expect(deliveries[1]![0]!.bytes.equals(deliveries[0]![0]!.bytes)).toBe(false);
-    await poll('the retried row delivered', () => (outbox([sent.body.id]).length === 0 ? true : undefined));
+    await pollFor('the retried row delivered', () => (outbox([sent.body.id]).length === 0 ? true : undefined));
     await client.end();
   });
 });

@@ -5,12 +5,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
 import { WebSocket } from 'ws';
 import { pino } from 'pino';
 import { startSandbox, type Sandbox } from '../../service/sandbox/index.ts';
-import { connectClient, type TestClient } from './baileys-client.ts';
+import { connectClient, muteLibsignalNoise, type TestClient } from './baileys-client.ts';
 
 interface ApiResult<T = unknown> {
   status: number;
@@ -45,17 +45,7 @@ async function pollMessages(base: string, pn: string, match: (m: ReceivedMessage
   }
 }
 
-// libsignal (used by both Baileys and the sandbox phones) dumps whole sessions to the console when it
-// closes one — cosmetic (brief D16); keep the test output readable.
-const LIBSIGNAL_NOISE =
-  /^(Closing session|Closing open session in favor of incoming prekey bundle|Decrypted message with closed session)/;
-for (const level of ['info', 'warn'] as const) {
-  const original = console[level].bind(console);
-  vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-    if (typeof args[0] === 'string' && LIBSIGNAL_NOISE.test(args[0])) return;
-    original(...args);
-  });
-}
+muteLibsignalNoise();
 
 /** A pino logger for the sandbox that keeps its records, so tests can assert it logged no errors. */
 function capturingLogger() {

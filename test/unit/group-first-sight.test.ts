@@ -13,10 +13,10 @@ import { Boom } from '@hapi/boom';
 import type { GroupMetadata, WASocket } from '@whiskeysockets/baileys';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../service/db/store.ts';
+import type { Store } from '../../service/db/store.ts';
+import { openDataPlane } from '../../service/data-plane.ts';
 import { SessionContacts } from '../../service/engine/session-contacts.ts';
 import { SessionGroups, type FirstSightPacing } from '../../service/engine/session-groups.ts';
-import { EventLog } from '../../service/events/log.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CONNECTION = '11111111-2222-4333-8444-555555555555';
@@ -66,7 +66,8 @@ describe('groups first seen through a message', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-first-sight-'));
-    store = openStore(dir);
+    const plane = openDataPlane({ dataDir: dir, role: 'tool' });
+    store = plane.store;
     userId = store.users.create('alice').id;
     store.connections.insert({ id: CONNECTION, userId, name: null, workerId: 'local' });
     queries = [];
@@ -74,7 +75,7 @@ describe('groups first seen through a message', () => {
     // the cache already holds a group, so the connect lists nothing (`refresh` does not ask for every group)
     groups = new SessionGroups({
       store,
-      events: new EventLog(store),
+      events: plane.events,
       connectionId: CONNECTION,
       userId,
       log: pino({ level: 'silent' }),

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_CONTENT, messageIdOf, type StoredMessage } from '../../service/db/messages.ts';
+import type { StoredMessage } from '../../service/db/messages.ts';
+import { storedText } from '../helpers/messages.ts';
 import { openStore, type Store } from '../../service/db/store.ts';
 import { PageSchema, pageJson } from '../../service/http/routes/messages.ts';
 import { compileSerializer } from '../../service/http/serializer.ts';
@@ -47,25 +48,8 @@ afterEach(() => {
 function base(i: number, text: string, over: Partial<StoredMessage> = {}): StoredMessage {
   const keyId = over.keyId ?? `K${String(i).padStart(4, '0')}`;
   const fromMe = over.fromMe ?? i % 3 === 0;
-  return {
-    id: messageIdOf(fromMe, CHAT, keyId),
-    keyId,
-    chatId: CHAT,
-    timestamp: 1_700_000_000 + Math.floor(i / 3), // three per second: ties ordered by arrival
-    fromMe,
-    senderJid: fromMe ? '15550100@s.whatsapp.net' : CHAT,
-    senderPushName: fromMe ? '' : 'Alice',
-    type: 'text',
-    kind: 'text',
-    rawType: null,
-    ...EMPTY_CONTENT,
-    text,
-    quotedMessageId: null,
-    media: null,
-    ack: fromMe ? 2 : null,
-    raw: null,
-    ...over,
-  };
+  // three per second: ties ordered by arrival
+  return storedText(CHAT, keyId, 1_700_000_000 + Math.floor(i / 3), text, fromMe, over);
 }
 
 /** Writes a chat of `n` messages of every kind the store writes, plus rows in shapes only SQL can leave. */

@@ -1,0 +1,65 @@
+/**
+ * The data plane (docs/architecture.md § Data plane): the store, the per-user event log and the webhook outbox,
+ * assembled in one place. The service's main thread (service/index.ts), each session thread (session-worker.ts), the
+ * CLI's commands on the store, the test harnesses and the benchmarks all open it here, so none of them can have an
+ * event log without its outbox (events logged without webhook rows, and nothing said).
+ *
+ * Only SQLite (`<dataDir>/switchboard.db`) is available in this build; `database` is where a PostgreSQL URL will go.
+ */
+import path from 'node:path';
+import { openDatabase } from './db/database.ts';
+import { createStore, type Store, type StoreOptions } from './db/store.ts';
+import { EventLog } from './events/log.ts';
+import { WebhookOutbox } from './webhooks/outbox.ts';
+
+/**
+ * Who opens the data plane: `main` — the service's main thread (HTTP, the stream, the webhook dispatcher, the
+ * checkpoint worker); `session-thread` — a session worker thread (its commits leave the WAL checkpoints to the main
+ * thread's checkpoint worker); `tool` — a CLI command, a test's setup or a benchmark.
+ */
+export type DataPlaneRole = 'main' | 'session-thread' | 'tool';
+
+export interface DataPlaneOptions extends StoreOptions {
+  /** The data directory; the SQLite file is `<dataDir>/switchboard.db`. */
+  dataDir: string;
+  role: DataPlaneRole;
+  /**
+   * The database to use; absent or empty: the data dir's SQLite file. A `postgres://` (or `postgresql://`) URL is
+   * refused in this build.
+   */
+  database?: string;
+}
+
+/** What the service's parts share: the store, its event log, and the outbox that writes each event's webhook rows. */
+export interface DataPlane {
+  readonly store: Store;
+  /** The event log; every event it appends gets its outbox rows in the same transaction (`outbox`). */
+  readonly events: EventLog;
+  readonly outbox: WebhookOutbox;
+  /** Commits what is pending, syncs it and closes the database. Safe to call more than once. */
+  close(): void;
+}
+
+/** The message of the Error `openDataPlane` throws for a PostgreSQL URL. */
+export const POSTGRES_UNAVAILABLE = 'PostgreSQL is not available in this build yet';
+
+/**
+ * Opens the data plane of `options.dataDir`: the store (see StoreOptions for the write lock, busy timeout, fsync
+ * errors and WAL limit), the event log over it and the webhook outbox observing that log.
+ * @throws Error POSTGRES_UNAVAILABLE for a `postgres://` URL, Error for any other `database` value;
+ *   DatabaseOpenError when the SQLite file cannot be used (left untouched).
+ */
+export function openDataPlane(options: DataPlaneOptions): DataPlane {
+  const { dataDir, role, database, ...storeOptions } = options;
+  if (database) {
+    if (/^postgres(ql)?:\/\//i.test(database)) throw new Error(POSTGRES_UNAVAILABLE);
+    // The value may hold a password: it is not repeated.
+    throw new Error('unsupported database: give a postgres:// URL, or none for the data directory\'s SQLite file');
+  }
+  const store = createStore(openDatabase(path.join(dataDir, 'switchboard.db')), storeOptions);
+  // The main thread's checkpoint worker (db/checkpointer.ts) copies the WAL: a session thread's commits do not.
+  if (role === 'session-thread') store.db.pragma('wal_autocheckpoint = 0');
+  const events = new EventLog(store);
+  const outbox = new WebhookOutbox(store, events);
+  return { store, events, outbox, close: () => store.close() };
+}
