@@ -13,7 +13,8 @@ import type { Logger } from 'pino';
 import { issueToken, type OtherModeTokens } from './auth/api-tokens.ts';
 import { dataPaths } from './config/data-dir.ts';
 import { repairPrivateModes } from './config/private-dir.ts';
-import { lockDataDir } from './config/data-dir-lock.ts';
+import { ensureUsableDir, lockDataDir } from './config/data-dir-lock.ts';
+import { databaseRefusal } from './config/database-url.ts';
 import { installConsoleFilter, setConsoleFilterLogger } from './config/console-filter.ts';
 import { createLogger } from './config/logger.ts';
 import { fetchSandboxTrust, sandboxAdminUrl } from './config/remote-sandbox.ts';
@@ -26,7 +27,7 @@ import { createBilling, defaultBillingConfig } from './billing/billing.ts';
 import { startCheckpointer } from './db/checkpointer.ts';
 import { peerTokens } from './db/peer-tokens.ts';
 import { MAIN_THREAD_WRITE_WAIT_MS } from './db/store.ts';
-import { openDataPlane } from './data-plane.ts';
+import { openDataPlane, type DataPlane, type DataPlaneOptions } from './data-plane.ts';
 import { WriteLock } from './db/write-lock.ts';
 import { startSearchBackfill } from './db/search-backfill.ts';
 import { createEngine } from './engine/engine.ts';
@@ -123,8 +124,22 @@ function publicAccess(config: ServiceConfig): { allowedHosts?: string[]; allowed
 }
 
 /**
+ * The data plane of `config`: `config.database` when set (its refusal in this build is one StartupError line naming
+ * the URL without its password), else the data dir's SQLite file.
+ */
+function openConfiguredPlane(config: ServiceConfig, options: DataPlaneOptions): DataPlane {
+  if (!config.database) return openDataPlane(options);
+  try {
+    return openDataPlane({ ...options, database: config.database.reveal() });
+  } catch (err) {
+    throw databaseRefusal(err, config.database);
+  }
+}
+
+/**
  * Starts the service described by `config`.
- * @throws StartupError when the data dir is unusable or another process holds its lock (config/data-dir-lock.ts);
+ * @throws StartupError when the data dir or the media dir is unusable, another process holds the data dir's lock
+ *   (config/data-dir-lock.ts), or `config.database` cannot be used (every URL in this build);
  *   DatabaseOpenError when the database cannot be used (the file is left untouched);
  *   listen errors such as EADDRINUSE. Whatever had started is closed again before the error is thrown.
  */
@@ -136,7 +151,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
   // libsignal prints session records (private keys) through console: drop them, log the message at debug.
   installConsoleFilter();
   setConsoleFilterLogger(logger);
-  const { mediaDir, sandboxServerDir } = dataPaths(config.dataDir);
+  const { sandboxServerDir } = dataPaths(config.dataDir);
+  // --media-dir, else <dataDir>/media; a media dir outside the data dir's own layout is repaired like the data dir.
+  const mediaDir = config.mediaDir ?? dataPaths(config.dataDir).mediaDir;
+  const ownDirs = mediaDir === dataPaths(config.dataDir).mediaDir ? [] : [mediaDir];
   const cleanups: Array<{ step: string; cleanup: () => Promise<unknown> | void }> = [];
   const closeStarted = async () => {
     for (const { step, cleanup } of cleanups.splice(0).reverse()) {
@@ -160,6 +178,8 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // One process per data dir, and a clear line when the dir cannot be used (before anything is opened in it).
     const lock = lockDataDir(config.dataDir);
     cleanups.push({ step: 'data dir lock', cleanup: () => lock.release() });
+    // The media dir: created private, one line when it cannot be used (a file, no permission), before any session runs.
+    if (config.mediaDir) ensureUsableDir(config.mediaDir, 'media dir');
     // Refuse to start on a (nearly) full disk, before anything is written (--min-free-mb).
     const minFreeMb = config.minFreeMb ?? DEFAULT_MIN_FREE_MB;
     assertFreeSpace(config.dataDir, minFreeMb);
@@ -176,7 +196,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // the sessions run here and wait in SQLite's busy handler, as they must.
     // The store, the event log (seq, publication after commit) and the webhook outbox that writes a row per
     // subscribed webhook in each event's transaction (docs/architecture.md § Data plane).
-    const { store, events, outbox } = openDataPlane({
+    const { store, events, outbox } = openConfiguredPlane(config, {
       dataDir: config.dataDir,
       role: 'main',
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
@@ -189,10 +209,10 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
     // A private data dir: 0700 folders, 0600 files; anything looser (an older version, a copy, a umask) is repaired
     // once the database proved to be Switchboard's (a foreign file is refused above and left untouched).
-    const loose = repairPrivateModes(config.dataDir);
+    const loose = repairPrivateModes(config.dataDir, ownDirs);
     if (loose.repaired) {
       logger.warn(
-        { dataDir: config.dataDir, repaired: loose.repaired, examples: loose.examples },
+        { dataDir: config.dataDir, ...(ownDirs.length > 0 && { mediaDir }), repaired: loose.repaired, examples: loose.examples },
         'data dir was readable by other local accounts: folders set to 0700 and files to 0600',
       );
     }
@@ -380,7 +400,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     engine.startAll();
     // Files made during start-up by parts that do not set modes themselves (the sandbox's database): no warning.
-    repairPrivateModes(config.dataDir);
+    repairPrivateModes(config.dataDir, ownDirs);
 
     let closing: Promise<void> | undefined;
     return {

@@ -33,7 +33,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
   process.stdout.write(`API: ${service.apiUrl}\n`);
   if (service.sandboxUrl) process.stdout.write(`Sandbox: ${service.sandboxUrl}\n`);
   logger.info(
-    { apiUrl: service.apiUrl, publicUrl: service.publicUrl, sandboxUrl: service.sandboxUrl, dataDir: config.dataDir },
+    {
+      apiUrl: service.apiUrl,
+      publicUrl: service.publicUrl,
+      sandboxUrl: service.sandboxUrl,
+      dataDir: config.dataDir,
+      ...(config.mediaDir && { mediaDir: config.mediaDir }),
+    },
     'switchboard ready',
   );
 

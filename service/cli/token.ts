@@ -4,14 +4,11 @@
  * `--user NAME` only ever names a LOCAL user (db/users.ts); identity-provider users are reached by `--user-id`, and
  * never get a token from the CLI.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { issueToken } from '../auth/api-tokens.ts';
-import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
 import type { Store } from '../db/store.ts';
-import { openDataPlane } from '../data-plane.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
+import { openSelectedPlane, STORE_OPTIONS, STORE_OPTIONS_HELP, type StoreSelection } from './store-access.ts';
 
 export const TOKEN_USAGE = `Usage:
   switchboard token create --user NAME [--name LABEL]      Create a token for the local user NAME (created if
@@ -26,19 +23,14 @@ never issues one: they create their own after signing in (POST /api/tokens), so 
 only authority over those accounts.
 
 Options (all subcommands):
-  --data-dir DIR   Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder)
-  --sandbox        Use the sandbox data directory (<default>/sandbox) instead of the live one
-  -h, --help       Show this help
+${STORE_OPTIONS_HELP}  -h, --help       Show this help
 `;
 
-const COMMON = { 'data-dir': { type: 'string' }, sandbox: { type: 'boolean' } } as const;
+const COMMON = STORE_OPTIONS;
 
-/** Opens the database of the data dir the flags select; `mustExist` refuses to create a new one. */
-function openSelectedStore(values: { 'data-dir'?: string; sandbox?: boolean }, mustExist: boolean): Store {
-  const dataDir = resolveDataDir({ dataDir: values['data-dir'] }, resolveSandboxMode(values));
-  const file = path.join(dataDir, 'switchboard.db');
-  if (mustExist && !fs.existsSync(file)) throw new CommandError(`no Switchboard database at ${file}`);
-  return openDataPlane({ dataDir, role: 'tool' }).store; // closed by withStore (the plane's close is the store's)
+/** Opens the store the flags select; `mustExist` refuses to create a new database. */
+function openSelectedStore(values: StoreSelection, mustExist: boolean): Store {
+  return openSelectedPlane(values, mustExist).store; // closed by withStore (the plane's close is the store's)
 }
 
 function withStore<T>(store: Store, fn: (store: Store) => T): T {

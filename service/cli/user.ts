@@ -4,14 +4,11 @@
  * addressed by id (db/users.ts). A disabled user's API tokens and JWTs answer 401 at once; its open WebSocket
  * streams are closed (4401) within the service's revocation sweep (about 2 s). Nothing is deleted.
  */
-import { resolveDataDir, resolveSandboxMode } from '../config/service-config.ts';
 import type { Store } from '../db/store.ts';
-import { openDataPlane } from '../data-plane.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 import { formatTable } from './token.ts';
-import fs from 'node:fs';
-import path from 'node:path';
+import { openSelectedPlane, STORE_OPTIONS, STORE_OPTIONS_HELP, type StoreSelection } from './store-access.ts';
 
 export const USER_USAGE = `Usage:
   switchboard user list                          List users (name or label, kind, id, status, identity)
@@ -24,18 +21,13 @@ NAME always means a local user. Identity-provider users (kind jwt) are created w
 identified by issuer + subject; their name is only a label from the token, so they are addressed by --id ID.
 
 Options (all subcommands):
-  --data-dir DIR   Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder)
-  --sandbox        Use the sandbox data directory (<default>/sandbox) instead of the live one
-  -h, --help       Show this help
+${STORE_OPTIONS_HELP}  -h, --help       Show this help
 `;
 
-const COMMON = { 'data-dir': { type: 'string' }, sandbox: { type: 'boolean' } } as const;
+const COMMON = STORE_OPTIONS;
 
-function withStore<T>(values: { 'data-dir'?: string; sandbox?: boolean }, mustExist: boolean, fn: (s: Store) => T): T {
-  const dataDir = resolveDataDir({ dataDir: values['data-dir'] }, resolveSandboxMode(values));
-  const file = path.join(dataDir, 'switchboard.db');
-  if (mustExist && !fs.existsSync(file)) throw new CommandError(`no Switchboard database at ${file}`);
-  const plane = openDataPlane({ dataDir, role: 'tool' });
+function withStore<T>(values: StoreSelection, mustExist: boolean, fn: (s: Store) => T): T {
+  const plane = openSelectedPlane(values, mustExist);
   try {
     return fn(plane.store);
   } finally {
@@ -50,7 +42,7 @@ function oneUser(
   command: string,
   argv: string[],
   allowId: boolean,
-): { values: { 'data-dir'?: string; sandbox?: boolean }; selector: UserSelector | undefined } {
+): { values: StoreSelection; selector: UserSelector | undefined } {
   const options = allowId ? { ...COMMON, id: { type: 'string' } } as const : COMMON;
   const parsed = parseCommandLine(`user ${command}`, argv, options, true);
   const values = parsed.values as typeof parsed.values & { id?: string };

@@ -9,14 +9,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { StartupError } from './config-error.ts';
 
-/** A start-up problem reported as one line (`switchboard: <message>`), without a stack trace. */
-export class StartupError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StartupError';
-  }
-}
+export { StartupError };
 
 /** Held lock; `release()` closes the lock file and removes the PID file (idempotent). */
 export interface DataDirLock {
@@ -41,17 +36,18 @@ function cause(err: unknown): string {
 }
 
 /**
- * Checks `dataDir` (created when missing) and takes its exclusive lock.
- * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
- *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ * Creates `dir` when missing (0700: private from the start, config/private-dir.ts) and checks that this process can
+ * read, write and enter it; `what` names it in the message (`data dir`, `media dir`). Returns the absolute path.
+ * @throws StartupError `cannot use <what> <dir>: <cause>` (a file where the dir should be, permission denied,
+ *   read-only file system)
  */
-export function lockDataDir(dataDir: string): DataDirLock {
-  const dir = path.resolve(dataDir);
-  const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
+export function ensureUsableDir(dirPath: string, what: string): string {
+  const dir = path.resolve(dirPath);
+  const unusable = (why: string) => new StartupError(`cannot use ${what} ${dir}: ${why}`);
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 }); // private from the start (private-dir.ts)
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw unusable(cause(err));
+    throw unusable(cause(mkdirCause(dir, err)));
   }
   let stat: fs.Stats;
   try {
@@ -65,6 +61,34 @@ export function lockDataDir(dataDir: string): DataDirLock {
   } catch (err) {
     throw unusable(cause(err));
   }
+  return dir;
+}
+
+/**
+ * The real cause of a failed `mkdir -p`: Node reports ENOENT for a folder it could not create on a read-only file
+ * system, so the first missing folder is created alone once more to get its own error.
+ */
+function mkdirCause(dir: string, err: unknown): unknown {
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return err;
+  let missing = dir;
+  while (path.dirname(missing) !== missing && !fs.existsSync(path.dirname(missing))) missing = path.dirname(missing);
+  try {
+    fs.mkdirSync(missing, { mode: 0o700 });
+    fs.rmdirSync(missing);
+  } catch (again) {
+    return again;
+  }
+  return err;
+}
+
+/**
+ * Checks `dataDir` (created when missing) and takes its exclusive lock.
+ * @throws StartupError with one line naming the dir and the cause (a file where the dir should be, permission
+ *   denied, read-only file system) or, when another process holds the lock, the PID holding it.
+ */
+export function lockDataDir(dataDir: string): DataDirLock {
+  const dir = ensureUsableDir(dataDir, 'data dir');
+  const unusable = (why: string) => new StartupError(`cannot use data dir ${dir}: ${why}`);
 
   const lockFile = path.join(dir, 'switchboard.lock');
   const pidFile = path.join(dir, 'switchboard.pid');

@@ -32,7 +32,10 @@ function liveDataDir({ platform, env, homedir }: PlatformInfo, paths: path.Platf
   return paths.join(xdg && paths.isAbsolute(xdg) ? xdg : paths.join(homedir, '.local', 'share'), 'switchboard');
 }
 
-/** Paths inside a data dir: the service database is `<dataDir>/switchboard.db` (see db/store.ts `openStore`). */
+/**
+ * Paths inside a data dir: the service database is `<dataDir>/switchboard.db` (service/data-plane.ts); `mediaDir` is
+ * the default of `--media-dir`.
+ */
 export const dataPaths = (dataDir: string) => ({
   mediaDir: path.join(dataDir, 'media'),
   sandboxServerDir: path.join(dataDir, 'sandbox-server'),

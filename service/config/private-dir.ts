@@ -35,9 +35,11 @@ const OWN_FOLDERS = new Set(['media', 'sandbox-server']);
  * directly in it (database, WAL, SHM, secrets, lock and log files) and everything under its own folders (`media/`,
  * `sandbox-server/`): 0755 becomes 0700, 0644 becomes 0600. Other folders (a data dir pointed at a folder that
  * holds more than Switchboard's data) and symbolic links are not touched; entries it cannot change (owned by
- * someone else) are left as they are.
+ * someone else) are left as they are. `ownDirs` are more folders that are entirely Switchboard's wherever they are
+ * (a `--media-dir` outside the data dir): each is created (0700) when missing and walked the same way; its entries
+ * are named by absolute path in `examples`.
  */
-export function repairPrivateModes(dataDir: string): ModeRepair {
+export function repairPrivateModes(dataDir: string, ownDirs: readonly string[] = []): ModeRepair {
   fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const result: ModeRepair = { repaired: 0, examples: [] };
   if (!posix) return result;
@@ -46,7 +48,9 @@ export function repairPrivateModes(dataDir: string): ModeRepair {
     try {
       fs.chmodSync(p, st.mode & 0o700);
       result.repaired++;
-      if (result.examples.length < 5) result.examples.push(`${path.relative(dataDir, p) || '.'} ${(st.mode & 0o777).toString(8)}`);
+      const name = path.relative(dataDir, p);
+      const shown = name === '' ? '.' : name.startsWith('..') || path.isAbsolute(name) ? p : name;
+      if (result.examples.length < 5) result.examples.push(`${shown} ${(st.mode & 0o777).toString(8)}`);
     } catch {
       /* not ours to change */
     }
@@ -84,6 +88,11 @@ export function repairPrivateModes(dataDir: string): ModeRepair {
       tighten(p, st);
       walk(p);
     }
+  }
+  for (const dir of ownDirs) {
+    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    tighten(dir, fs.lstatSync(dir));
+    walk(dir);
   }
   return result;
 }

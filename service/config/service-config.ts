@@ -5,10 +5,12 @@
  * here, so the rest of the service trusts its config; a bad value is a ConfigError naming where it came from.
  */
 import { availableParallelism } from 'node:os';
+import path from 'node:path';
 import { Secret } from '../secrets/secret.ts';
 import { DEFAULT_CACHE_TTL_MS, DEFAULT_CURRENCY, DEFAULT_MAX_SLOTS, type BillingConfig } from './billing-settings.ts';
 import { ConfigError } from './config-error.ts';
 import { defaultDataDir, type PlatformInfo } from './data-dir.ts';
+import { parseDatabaseUrl, type DatabaseUrl } from './database-url.ts';
 import { fileValueText, readSettingsFile, type SettingsFileValues } from './settings-file.ts';
 import { allowedInFile, settingSpec, type SettingName } from './settings-table.ts';
 
@@ -26,6 +28,13 @@ export interface ServiceConfig {
   /** API port; 0 picks a free one. */
   port: number;
   dataDir: string;
+  /** Media files, one folder per connection (`--media-dir`, an absolute path); absent: `<dataDir>/media` (dataPaths). */
+  mediaDir?: string;
+  /**
+   * The database (`--database`, SWITCHBOARD_DATABASE_URL), its password masked wherever it is shown
+   * (config/database-url.ts); absent: the data dir's SQLite file. This build refuses a URL at start.
+   */
+  database?: DatabaseUrl;
   /** Test mode: an in-process sandbox instead of WhatsApp, and a separate default data dir. */
   sandbox: boolean;
   /**
@@ -130,6 +139,8 @@ export interface ConfigFlags {
   host?: string;
   port?: string;
   dataDir?: string;
+  mediaDir?: string;
+  database?: string;
   sandbox?: boolean;
   sandboxPort?: string;
   waUrl?: string;
@@ -482,6 +493,27 @@ export function resolveDataDir(
   return s ? s.value : defaultDataDir(sandbox, platform);
 }
 
+/**
+ * The database of `--database` / SWITCHBOARD_DATABASE_URL (never the settings file), or undefined for the data dir's
+ * SQLite file; for `serve` and the CLI commands on the store (`token`, `user`). The value is never repeated in an error.
+ * @throws ConfigError for a value that is not a postgres:// URL
+ */
+export function resolveDatabase(flags: Pick<ConfigFlags, 'database'>, env: Env = process.env): DatabaseUrl | undefined {
+  return databaseFrom(sourcesOf(flags, env));
+}
+
+function databaseFrom(src: Sources): DatabaseUrl | undefined {
+  const s = setting(src, 'database');
+  return s ? parseDatabaseUrl(s.value, s.source) : undefined;
+}
+
+/** A directory path, made absolute against the working directory. */
+function parseDirectory(s: Setting | undefined): string | undefined {
+  if (!s) return undefined;
+  if (s.value.trim() === '' || s.value.includes('\0')) throw invalid(s, 'expected a directory path');
+  return path.resolve(s.value);
+}
+
 /** Whether sandbox mode is on: `--sandbox` or `SWITCHBOARD_SANDBOX=1` (never the settings file). @throws ConfigError */
 export function resolveSandboxMode(flags: Pick<ConfigFlags, 'sandbox'>, env: Env = process.env): boolean {
   return parseBool(setting(sourcesOf(flags, env), 'sandbox'));
@@ -515,10 +547,14 @@ export function resolveServiceConfig(
   }
   const publicUrl = parsePublicUrl(setting(src, 'publicUrl'));
   const workers = setting(src, 'workers');
+  const mediaDir = parseDirectory(setting(src, 'mediaDir'));
+  const database = databaseFrom(src);
   return {
     host: setting(src, 'host')?.value ?? DEFAULT_HOST,
     port: parsePort(setting(src, 'port'), DEFAULT_PORT),
     dataDir,
+    ...(mediaDir && { mediaDir }),
+    ...(database && { database }),
     ...(defaultDir && { otherModeDataDir: defaultDataDir(!sandbox, platform) }),
     sandbox,
     sandboxPort: parsePort(setting(src, 'sandboxPort'), 0),

@@ -106,6 +106,32 @@ export const SETTINGS = [
     file: false,
   },
   {
+    name: 'mediaDir',
+    flag: 'media-dir',
+    env: 'SWITCHBOARD_MEDIA_DIR',
+    kind: 'string',
+    arg: 'DIR',
+    default: 'DATA_DIR/media',
+    description:
+      "Where received and sent media files are kept, one folder per connection (created private, like the data dir's " +
+      'own folders); a relative path is taken from the working directory.',
+    group: 'service',
+  },
+  {
+    name: 'database',
+    flag: 'database',
+    env: 'SWITCHBOARD_DATABASE_URL',
+    kind: 'string',
+    arg: 'URL',
+    default: "the data dir's SQLite file (DATA_DIR/switchboard.db)",
+    description:
+      'A postgres:// URL instead of the SQLite file; serve, token and user take it. PostgreSQL support is being built ' +
+      '(issue 26): this build accepts only the default SQLite and refuses a URL at start. Its password is never shown ' +
+      '(logs and messages print ***); prefer the variable to the flag, which a process list shows.',
+    group: 'service',
+    file: false,
+  },
+  {
     name: 'sandbox',
     flag: 'sandbox',
     env: 'SWITCHBOARD_SANDBOX',

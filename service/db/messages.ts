@@ -182,13 +182,14 @@ interface RawRow {
 
 const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content, is_forwarded`;
 
-function contentOf(json: string | null): MessageContent {
+/** The structured content of a `content` column value (every field, null where absent). */
+export function contentOf(json: string | null): MessageContent {
   if (!json) return { ...EMPTY_CONTENT };
   return { ...EMPTY_CONTENT, ...(JSON.parse(json) as Partial<MessageContent>) };
 }
 
 /** Only the non-null structured fields, as stored in the `content` column (null when there are none). */
-function contentJson(m: MessageContent): string | null {
+export function contentJson(m: MessageContent): string | null {
   const out: Partial<MessageContent> = {};
   for (const k of Object.keys(EMPTY_CONTENT) as Array<keyof MessageContent>) {
     if (m[k] != null) (out as Record<string, unknown>)[k] = m[k];
@@ -203,12 +204,14 @@ interface MediaColumn extends Omit<MessageMedia, 'url'> {
   url?: string;
 }
 
-function mediaColumn(media: MessageMedia): string {
+/** The `media` column value of a message's media (the file name in place of the URL). */
+export function mediaColumn(media: MessageMedia): string {
   const { url, ...rest } = media;
   return JSON.stringify({ file: mediaFileOfUrl(url) ?? '', ...rest } satisfies MediaColumn);
 }
 
-function mediaOf(json: string, connectionId: string, urls: MediaUrls): MessageMedia {
+/** A message's media from its `media` column value, with its URL for `connectionId` (legacy URL rows too). */
+export function mediaOf(json: string, connectionId: string, urls: MediaUrls): MessageMedia {
   const { file, url, ...rest } = JSON.parse(json) as MediaColumn;
   return { url: urls.of(connectionId, file ?? (url !== undefined ? mediaFileOfUrl(url) : undefined) ?? ''), ...rest };
 }

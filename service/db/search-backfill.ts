@@ -4,6 +4,7 @@
  * with the marker's progress, so an interrupted build (stop, crash, kill) resumes where it left off at the next
  * start; one that finds the write lock held too long is tried again a second later. Progress goes to the log. New messages are indexed as they are written, independently of this.
  */
+import type { Store as AsyncStore } from './store-api.ts';
 import { isBusyError, type Store } from './store.ts';
 
 const BATCH = 2000;
@@ -67,6 +68,62 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
       if (timer) clearImmediate(timer);
       clearTimeout(retry);
       resolveDone();
+    },
+    done,
+  };
+}
+
+/**
+ * `startSearchBackfill` over the asynchronous Store (store-api.ts, either engine): the same batches, marker, log
+ * lines and resumption, each batch in `store.tx`. A batch that fails is logged and the build resumes at the next
+ * start; `stop()` ends it after the batch in progress.
+ */
+export function startStoreSearchBackfill(deps: { store: AsyncStore; logger: BackfillLogger; batch?: number }): {
+  stop(): void;
+  done: Promise<void>;
+} {
+  const { store, logger } = deps;
+  const batch = deps.batch ?? BATCH;
+  let stopped = false;
+  let lastLog = 0;
+  const run = async () => {
+    let started = false;
+    while (!stopped) {
+      let progress;
+      try {
+        progress = await store.tx((t) => t.search.backfillStep(batch));
+      } catch (err) {
+        if (isBusyError(err)) {
+          await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_MS));
+          continue;
+        }
+        logger.error(
+          { err },
+          'search index: building the index of stored messages failed; it resumes at the next start',
+        );
+        return;
+      }
+      if (!progress) return;
+      if (!started) {
+        started = true;
+        logger.info({ total: progress.total }, 'search index: indexing stored messages in the background');
+      }
+      const now = Date.now();
+      if (progress.finished || now - lastLog >= LOG_EVERY_MS) {
+        lastLog = now;
+        logger.info(
+          { done: progress.done, total: progress.total, finished: progress.finished },
+          progress.finished ? 'search index: all stored messages indexed' : 'search index: indexing stored messages',
+        );
+      }
+      if (progress.finished) return;
+      await new Promise((resolve) => setImmediate(resolve)); // between batches the event loop serves requests
+    }
+  };
+  const done = run();
+  return {
+    stop() {
+      stopped = true;
     },
     done,
   };

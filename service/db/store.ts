@@ -9,6 +9,7 @@ import path from 'node:path';
 import { TransactionSerial } from './cache-generation.ts';
 import { inTransaction, openDatabase, setSynchronous, type Db } from './database.ts';
 import { WalSync } from './wal-sync.ts';
+import type { Statement } from 'better-sqlite3';
 import { authStateRepo } from './auth-state.ts';
 import { billingRepo } from './billing.ts';
 import { chatsRepo } from './chats.ts';
@@ -282,6 +283,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * order).
    */
   function tx<T>(fn: () => T): T {
+    if (asyncOpen) throw heldByAsync();
     if (depth === 0) commitBatch();
     // The outermost transaction takes the threads' write lock (given back right after its commit, before anything
     // it announces runs); inside a transaction opened on `db` directly, it joins that one.
@@ -358,12 +360,130 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     serial.begin();
     batchMarks = markUncommitted();
     batchTimer = setTimeout(() => {
+      // An asynchronous caller's unit is open (`begin`): the batch commits when it ends.
+      if (depth > 0) return void (commitWhenIdle = true);
       try {
         commitBatch();
       } catch {
         // Reported through commitFailed (the sessions close and retry); nothing else to do from a timer.
       }
     }, BATCH_WINDOW_MS);
+  }
+
+  // ---- halves of tx/ingest for an asynchronous caller (sqlite-store.ts) ------------------------------------
+  let commitWhenIdle = false;
+  /**
+   * True while a `begin()` is open: a synchronous `tx`/`ingest` then would join the asynchronous caller's
+   * transaction (and roll back with it) — it throws instead.
+   */
+  let asyncOpen = false;
+  let unitStatements: { begin: Statement; commit: Statement; rollback: Statement; savepoint: Statement; release: Statement; rollbackTo: Statement } | undefined;
+  const statements = () =>
+    (unitStatements ??= {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT async_unit'),
+      release: db.prepare('RELEASE async_unit'),
+      rollbackTo: db.prepare('ROLLBACK TO async_unit'),
+    });
+  const heldByAsync = () => new Error('the store is inside an asynchronous transaction (begin): use its repositories');
+  /** After a unit of `begin`: the batch whose window closed while it ran commits now. */
+  const unitEnded = () => {
+    asyncOpen = false;
+    if (!commitWhenIdle || depth > 0) return;
+    commitWhenIdle = false;
+    try {
+      commitBatch();
+    } catch {
+      // Reported through commitFailed, as from the timer.
+    }
+  };
+
+  /**
+   * Opens a transaction (`tx`) or a unit of the group commit (`ingest`, a savepoint of the open batch) for a caller
+   * that awaits between its statements, and returns how to end it: what `tx()`/`ingest()` do around their function,
+   * in two halves. The caller ends it before anything else uses this store (sqlite-store.ts serialises its work);
+   * a batch whose window closes meanwhile commits when the unit ends. `relaxed` (tx only): commit with
+   * synchronous=NORMAL, as relaxedTransaction. @throws inside a transaction
+   */
+  function begin(kind: 'tx' | 'ingest', relaxed = false): { commit(): void; rollback(): void } {
+    if (depth > 0) throw new Error('begin() inside a transaction');
+    const st = statements();
+    if (kind === 'ingest') {
+      openBatch();
+      const marks = markUncommitted();
+      st.savepoint.run();
+      depth++;
+      asyncOpen = true;
+      return {
+        commit() {
+          st.release.run();
+          depth--;
+          unitEnded();
+        },
+        rollback() {
+          try {
+            st.rollbackTo.run();
+            st.release.run();
+          } finally {
+            depth--;
+            rollBackTo(marks);
+            unitEnded();
+          }
+        },
+      };
+    }
+    commitBatch();
+    const sync = relaxed && walSync !== undefined;
+    if (sync) setSynchronous(db, 'NORMAL');
+    writeLock?.acquire();
+    const marks = markUncommitted();
+    try {
+      st.begin.run();
+    } catch (err) {
+      writeLock?.release();
+      if (sync) setSynchronous(db, 'FULL');
+      if (isStorageError(err)) commitFailed(err);
+      throw err;
+    }
+    depth++;
+    asyncOpen = true;
+    const end = () => {
+      depth--;
+      asyncOpen = false;
+      writeLock?.release();
+      if (sync) setSynchronous(db, 'FULL');
+    };
+    return {
+      commit() {
+        try {
+          st.commit.run();
+        } catch (err) {
+          try {
+            if (db.inTransaction) st.rollback.run();
+          } catch {
+            // rolled back by SQLite itself
+          }
+          end();
+          rollBackTo(marks);
+          if (isStorageError(err)) commitFailed(err);
+          throw err;
+        }
+        end();
+        if (!relaxed) walSync?.syncNow();
+        committed();
+        takeCommitted()();
+      },
+      rollback() {
+        try {
+          if (db.inTransaction) st.rollback.run();
+        } finally {
+          end();
+          rollBackTo(marks);
+        }
+      },
+    };
   }
 
   /**
@@ -374,6 +494,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * next batch.
    */
   function beforeCommit(write: () => void): void {
+    if (asyncOpen) throw heldByAsync();
     if (depth > 0) return write();
     openBatch();
     beforeBatchCommit.push(write);
@@ -384,6 +505,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * are durable, and its events published, when the batch commits — at most BATCH_WINDOW_MS later.
    */
   function ingest<T>(fn: () => T): T {
+    if (asyncOpen) throw heldByAsync();
     if (depth > 0) return tx(fn);
     openBatch();
     const mark = markUncommitted();
@@ -424,6 +546,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     tx,
     txAsync,
     ingest,
+    begin,
     beforeCommit,
     /** The disk as the last commit found it (see StorageState). */
     storage(): StorageState {

@@ -2,7 +2,7 @@
  * Start-up failures of `switchboard serve`, through real child processes: a data dir held by another process
  * (one line naming the dir and the holder's PID; the lock goes with the holder, even after SIGKILL), a port in use
  * (one line suggesting --port), and a data dir that cannot be used (a file, a read-only file system): each one line
- * on stderr with the cause, exit code 1, nothing on stdout.
+ * on stderr with the cause, exit code 1, nothing on stdout. The same for a `--media-dir` that cannot be used.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -83,6 +83,29 @@ describe('serve start-up errors are one line', { timeout: 60_000 }, () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('not a dir');
   });
 
+  it('a media dir that is a file is one line with the cause, and the data dir is released', async () => {
+    const file = path.join(tmp, 'media-file');
+    fs.writeFileSync(file, 'not a dir');
+    const dir = path.join(tmp, 'media-file-data');
+    const res = await failingServe(['--port', '0', '--data-dir', dir, '--media-dir', file]);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toBe('');
+    expect(oneLine(res.stderr)).toBe(`switchboard: cannot use media dir ${file}: it is a file, not a directory`);
+    const env = await runCli(['serve', '--port', '0', '--data-dir', dir], { SWITCHBOARD_LOG_LEVEL: 'warn', SWITCHBOARD_MEDIA_DIR: path.join(file, 'sub') });
+    expect(oneLine(env.stderr)).toBe(`switchboard: cannot use media dir ${path.join(file, 'sub')}: a path component is a file, not a directory`);
+    expect(fs.readFileSync(file, 'utf8')).toBe('not a dir');
+    expect(fs.existsSync(path.join(dir, 'switchboard.pid'))).toBe(false);
+  });
+
+  it.skipIf(process.platform === 'win32' || process.getuid?.() === 0)('an unwritable media dir is one line with the cause', async () => {
+    const locked = path.join(tmp, 'locked-parent');
+    fs.mkdirSync(locked, { mode: 0o500 });
+    const res = await failingServe(['--port', '0', '--data-dir', path.join(tmp, 'locked-data'), '--media-dir', path.join(locked, 'media')]);
+    expect(res.code).toBe(1);
+    expect(oneLine(res.stderr)).toBe(`switchboard: cannot use media dir ${path.join(locked, 'media')}: permission denied`);
+    fs.chmodSync(locked, 0o700);
+  });
+
   // Needs a read-only mount: root in a container that may mount tmpfs (skipped elsewhere, with the reason).
   const roDir = path.join(tmp, 'ro');
   let mounted = false;
@@ -103,5 +126,8 @@ describe('serve start-up errors are one line', { timeout: 60_000 }, () => {
     const res = await failingServe(['--port', '0', '--data-dir', roDir]);
     expect(res.code).toBe(1);
     expect(oneLine(res.stderr)).toBe(`switchboard: cannot use data dir ${roDir}: read-only file system`);
+    const media = await failingServe(['--port', '0', '--data-dir', path.join(tmp, 'ro-media-data'), '--media-dir', path.join(roDir, 'media')]);
+    expect(media.code).toBe(1);
+    expect(oneLine(media.stderr)).toBe(`switchboard: cannot use media dir ${path.join(roDir, 'media')}: read-only file system`);
   });
 });
