@@ -12,11 +12,9 @@ export interface LocalProviderOptions {
   defaultSlots: number;
   /** Lowercase currency code reported with (zero) amounts. */
   currency: string;
-  /** Runs a write of `repo` (store.txAsync: on the main thread it waits for the write lock without blocking). */
-  write: <T>(fn: () => T) => Promise<T>;
 }
 
-export function createLocalProvider({ repo, defaultSlots, currency, write }: LocalProviderOptions): BillingProvider {
+export function createLocalProvider({ repo, defaultSlots, currency }: LocalProviderOptions): BillingProvider {
   return {
     kind: 'local',
     async account(userId): Promise<ProviderAccount> {
@@ -30,7 +28,7 @@ export function createLocalProvider({ repo, defaultSlots, currency, write }: Loc
       };
     },
     async changeSlots(userId, quantity): Promise<ProviderSlotChange> {
-      await write(() => repo.setLocalSlots(userId, quantity));
+      repo.setLocalSlots(userId, quantity);
       return { slots: quantity, proratedAmount: 0, currency };
     },
     async createCheckout() {

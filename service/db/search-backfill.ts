@@ -29,17 +29,15 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
   let started = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
-  const step = async () => {
+  const step = () => {
     if (stopped) return resolveDone();
     let progress;
     try {
-      // On the main thread: waits for the write lock without blocking (store.ts txAsync).
-      progress = await store.txAsync(() => store.search.backfillStep(batch));
-      if (stopped) return resolveDone();
+      progress = store.tx(() => store.search.backfillStep(batch));
     } catch (err) {
       if (isBusyError(err)) {
         // Another writer held the lock past the main thread's wait (a large history chunk): try again shortly.
-        retry = setTimeout(() => void step(), BUSY_RETRY_MS);
+        retry = setTimeout(step, BUSY_RETRY_MS);
         return;
       }
       logger.error({ err }, 'search index: building the index of stored messages failed; it resumes at the next start');
@@ -59,9 +57,9 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
       );
     }
     if (progress.finished) return resolveDone();
-    timer = setImmediate(() => void step()); // between batches the event loop serves requests
+    timer = setImmediate(step); // between batches the event loop serves requests
   };
-  timer = setImmediate(() => void step());
+  timer = setImmediate(step);
   return {
     stop() {
       stopped = true;

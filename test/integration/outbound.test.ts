@@ -98,7 +98,7 @@ describe('a connection pool per webhook', () => {
       totalTimeoutMs: 120_000,
       pollMs: 100,
     });
-    await dispatcher.start();
+    dispatcher.start();
   });
 
   afterAll(async () => {
