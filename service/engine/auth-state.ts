@@ -21,6 +21,8 @@ export interface SqliteAuthState {
   keys: SignalKeyStore;
   /** Persists the whole creds object (Baileys mutates it in place before `creds.update`). */
   saveCreds(): void;
+  /** Schedules the write of key updates that `holdWrites` kept back (call when it stops holding). */
+  writeHeldKeys(): void;
 }
 
 const encode = (value: unknown): string => JSON.stringify(value, BufferJSON.replacer);
@@ -50,11 +52,13 @@ const KEY_CACHE_MAX = 5_000;
  *   the store's `beforeCommit`): `keys.set` then only records the new values, and they are written once, at
  *   that commit — the Signal session of a contact is rewritten by every message of a burst. Reads see recorded
  *   values at once. Without it every `keys.set` writes at once, in a transaction of its own (`repo.setKeys`).
+ * @param opts.holdWrites while it returns true, recorded values stay unwritten (still served to reads); then
+ *   `writeHeldKeys()` schedules them (the session's frame gate holds a history chunk: commit-before-receipt.ts).
  */
 export function loadAuthState(
   repo: AuthStateRepo,
   connectionId: string,
-  opts: { deferWrites?: (flush: () => void) => void } = {},
+  opts: { deferWrites?: (flush: () => void) => void; holdWrites?: () => boolean } = {},
 ): SqliteAuthState {
   // Recorded values are written by a flush: deferred to the next commit, or at once in a transaction of its own.
   const scheduleFlush = opts.deferWrites ?? ((flush: () => void) => flush());
@@ -76,7 +80,7 @@ export function loadAuthState(
   /** Writes the recorded values and moves them to the cache. */
   const writeUnwritten = () => {
     flushScheduled = false;
-    if (unwrittenKeys.size === 0) return;
+    if (unwrittenKeys.size === 0 || opts.holdWrites?.()) return;
     const entries = [...unwrittenKeys];
     unwrittenKeys.clear();
     try {
@@ -92,6 +96,12 @@ export function loadAuthState(
     cache.delete(key);
     cache.set(key, value);
     if (cache.size > KEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
+  };
+  const scheduleWrite = () => {
+    if (!flushScheduled && unwrittenKeys.size > 0) {
+      flushScheduled = true;
+      scheduleFlush(writeUnwritten);
+    }
   };
   const keys: SignalKeyStore = {
     get<T extends keyof SignalDataTypeMap>(type: T, ids: string[]) {
@@ -125,10 +135,7 @@ export function loadAuthState(
           cache.delete(key); // the recorded value wins until it is written
         }
       }
-      if (!flushScheduled && unwrittenKeys.size > 0) {
-        flushScheduled = true;
-        scheduleFlush(writeUnwritten);
-      }
+      scheduleWrite();
     },
     clear() {
       unwrittenKeys.clear();
@@ -137,5 +144,5 @@ export function loadAuthState(
     },
   };
 
-  return { creds, keys, saveCreds: () => repo.putCreds(connectionId, encode(creds)) };
+  return { creds, keys, saveCreds: () => repo.putCreds(connectionId, encode(creds)), writeHeldKeys: scheduleWrite };
 }

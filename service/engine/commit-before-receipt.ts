@@ -16,6 +16,12 @@
  * For those the engine calls `hold()` when the chunk's `messages.upsert` arrives (synchronously after the receipts
  * were written, like any message) and releases it once the chunk is committed: every frame stays queued meanwhile.
  *
+ * While a hold is in force the session's Signal key writes wait too (`onRelease`, auth-state.ts `holdWrites`): the
+ * next chunk's notification is decrypted before the held chunk is stored, and its key update written with the held
+ * chunk's neighbours would, after a crash, make the redelivered notification undecryptable ("key used already",
+ * acknowledged as a duplicate) and the chunk lost. A message committed without its key update is harmless: it is
+ * redelivered, decrypts from the older state and is recognised as stored.
+ *
  * Hooks the underlying `ws` WebSocket (`sock.ws.socket`), which rc14 creates synchronously inside `makeWASocket`
  * (lib/Socket/Client/websocket.js `connect()`): call this right after `makeWASocket` returns.
  */
@@ -39,15 +45,21 @@ export interface FrameGate {
   enqueued(): number;
   /** Whether every frame up to `mark` (an `enqueued()` value) went on the wire; false once they were discarded. */
   wasSent(mark: number): boolean;
+  /** Whether a `hold()` is in force (frames stay queued until its release). */
+  holding(): boolean;
 }
 
 /**
  * @param whenDurable runs its callback once every write made so far is durable (the store's group commit):
  *   the held frames go out then.
  */
-export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => void) => void): FrameGate {
+export function sendFramesAfterCommit(
+  sock: WASocket,
+  whenDurable: (send: () => void) => void,
+  opts: { onRelease?: () => void } = {},
+): FrameGate {
   const raw = (sock.ws as unknown as { socket: RawSocket | null }).socket;
-  if (!raw) return { hold: () => () => undefined, discard: () => 0, enqueued: () => 0, wasSent: () => true };
+  if (!raw) return { hold: () => () => undefined, discard: () => 0, enqueued: () => 0, wasSent: () => true, holding: () => false };
   const send = raw.send.bind(raw);
   let queue: unknown[] = [];
   let scheduled = false;
@@ -88,6 +100,7 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
   return {
     enqueued: () => enqueuedCount,
     wasSent: (mark) => flushedCount >= mark,
+    holding: () => holds > 0,
     discard() {
       discarded = true;
       const dropped = queue.length;
@@ -100,7 +113,10 @@ export function sendFramesAfterCommit(sock: WASocket, whenDurable: (send: () => 
       return () => {
         if (released) return;
         released = true;
-        if (--holds === 0) whenDurable(sendQueued);
+        if (--holds === 0) {
+          opts.onRelease?.();
+          whenDurable(sendQueued);
+        }
       };
     },
   };

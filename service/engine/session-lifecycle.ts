@@ -290,7 +290,11 @@ export class SessionLifecycle {
     store.commitPending();
     // Signal key writes join the group commit, coalesced: written once, right before the batch that holds the
     // messages they decrypted commits; frames (the receipts) leave only after that commit.
-    const auth = loadAuthState(store.authState, this.connectionId, { deferWrites: (flush) => store.beforeCommit(flush) });
+    // …and wait while the socket's frame gate holds a history chunk (commit-before-receipt.ts).
+    const auth = loadAuthState(store.authState, this.connectionId, {
+      deferWrites: (flush) => store.beforeCommit(flush),
+      holdWrites: () => this.#gate?.holding() ?? false,
+    });
     if (forgetUnfinishedPairing(auth.creds)) auth.saveCreds(); // a phone code asked for on an earlier socket (pairing.ts)
     this.#auth = auth;
     this.#pendingDone = false;
@@ -337,7 +341,7 @@ export class SessionLifecycle {
       void sock.end(timedOut);
     }, connectTimeoutMs);
     disableEventBuffer(sock);
-    this.#gate = sendFramesAfterCommit(sock, (send) => this.d.store.whenDurable(send));
+    this.#gate = sendFramesAfterCommit(sock, (send) => this.d.store.whenDurable(send), { onRelease: () => auth.writeHeldKeys() });
     this.#hooks.attached(sock);
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
