@@ -7,7 +7,6 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  EMPTY_CONTENT,
   decodeCursor,
   messageIdOf,
   rangeStart,
@@ -18,6 +17,7 @@ import { PageSchema, pageJson } from '../../service/http/routes/messages.ts';
 import { compileSerializer } from '../../service/http/serializer.ts';
 import type { Repos } from '../../service/db/store-api.ts';
 import { CONNECTION, openEngines, type Engines } from './message-engines.ts';
+import { storedText } from '../helpers/messages.ts';
 
 const CHAT = '15550101@s.whatsapp.net';
 const OTHER = '15550202@s.whatsapp.net';
@@ -74,25 +74,7 @@ function msg(i: number, text: string, over: Partial<StoredMessage> = {}): Stored
   const keyId = over.keyId ?? `K${String(i).padStart(4, '0')}`;
   const fromMe = over.fromMe ?? i % 3 === 0;
   const chatId = over.chatId ?? CHAT;
-  return {
-    id: messageIdOf(fromMe, chatId, keyId),
-    keyId,
-    chatId,
-    timestamp: 1_700_000_000 + Math.floor(i / 3),
-    fromMe,
-    senderJid: fromMe ? ME : chatId,
-    senderPushName: fromMe ? '' : 'Alice',
-    type: 'text',
-    kind: 'text',
-    rawType: null,
-    ...EMPTY_CONTENT,
-    text,
-    quotedMessageId: null,
-    media: null,
-    ack: fromMe ? 2 : null,
-    raw: null,
-    ...over,
-  };
+  return storedText(chatId, keyId, 1_700_000_000 + Math.floor(i / 3), text, fromMe, over);
 }
 
 async function collect<T>(it: AsyncIterable<T> | Iterable<T>): Promise<T[]> {
