@@ -46,15 +46,51 @@ const threadReader = (exportBatch?: number) => (store: Store) =>
     ...(exportBatch !== undefined && { exportBatch }),
   });
 
+/**
+ * A gate the thread reader's JSONL export waits at after its first batch, until the test opens it (or 10 s pass):
+ * an export produced through the reader cannot finish before the gate opens, whatever the machine's load, while an
+ * export written on the main thread would not pass the gate at all and finish at once.
+ */
+function gatedExports(reader: Reader): { reader: Reader; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+    setTimeout(resolve, 10_000).unref();
+  });
+  return {
+    open,
+    reader: {
+      ...reader,
+      search: (...args) => reader.search(...args),
+      messages: (...args) => reader.messages(...args),
+      close: () => reader.close(),
+      async *jsonl(...args) {
+        let first = true;
+        for await (const lines of reader.jsonl(...args)) {
+          yield lines;
+          if (first) await opened;
+          first = false;
+        }
+      },
+    },
+  };
+}
+
 describe('searches and exports read on a reader thread', () => {
   let api: TestApi;
   let alice: TestUser;
   let bob: TestUser;
   let connectionId: string;
+  let gate: ReturnType<typeof gatedExports>;
 
   beforeAll(async () => {
     // Small export batches: an export is many round trips to the reader thread.
-    api = await startTestApi({ reader: threadReader(5) });
+    api = await startTestApi({
+      reader: (store) => {
+        gate = gatedExports(threadReader(5)(store));
+        return gate.reader;
+      },
+    });
     alice = api.user('alice');
     bob = api.user('bob');
     connectionId = api.connection(alice.id).id;
@@ -76,7 +112,10 @@ describe('searches and exports read on a reader thread', () => {
     const finished: string[] = [];
     const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       const what = req.url?.includes('/export') ? 'A export' : 'B connections';
-      res.once('finish', () => finished.push(what));
+      res.once('finish', () => {
+        finished.push(what);
+        if (what === 'B connections') gate.open();
+      });
     };
     api.app.server.on('request', onRequest);
     try {
