@@ -70,7 +70,12 @@ export type MessageKind =
 /** Classifies a message so the engine can route reactions/edits/protocol messages away from the chat log. */
 export function classify(msg: WAMessage): MessageKind {
   const content = normalizeMessageContent(msg.message);
-  if (msg.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT && !content) return { kind: 'undecryptable' };
+  if (msg.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT && !content) {
+    // A `category="peer"` message is one of the account's own devices talking to another (history sync
+    // notifications, app-state key shares): never chat content, and Baileys does not ask for it again
+    // (messages-recv.js sends no retry receipt for peer messages), so a placeholder would never be replaced.
+    return msg.category === 'peer' ? { kind: 'protocol' } : { kind: 'undecryptable' };
+  }
   if (!content) return { kind: 'empty' };
   const pu = content.pollUpdateMessage;
   if (pu?.pollCreationMessageKey && pu.vote) {

@@ -237,6 +237,16 @@ describe('message model', () => {
     expect(classify(wire({ key: { remoteJid: ALICE, id: 'S' }, messageStubType: 1 }))).toEqual({ kind: 'empty' });
   });
 
+  it("keeps an undecryptable message from the account's own devices (category peer) out of the chat log", () => {
+    const stub = (category?: string) =>
+      ({ ...wire({ key: { remoteJid: ALICE, fromMe: true, id: 'P1' }, messageStubType: proto.WebMessageInfo.StubType.CIPHERTEXT }), ...(category && { category }) }) as WAMessage;
+    expect(classify(stub('peer'))).toEqual({ kind: 'protocol' });
+    expect(toStoredMessage(stub('peer'), ctx)).toBeUndefined();
+    // A contact's message that could not be decrypted yet stays a placeholder: its retry replaces it.
+    expect(classify(stub())).toEqual({ kind: 'undecryptable' });
+    expect(toStoredMessage(stub(), ctx)).toMatchObject({ id: `true_${ALICE}_P1`, kind: 'undecryptable' });
+  });
+
   it('derives safe media file names', () => {
     expect(mediaFileName('3EB0/../x', 'image/png')).toBe('3EB0____x.png');
     expect(mediaFileName('A', 'application/x-unknown-thing')).toBe('A.bin');
