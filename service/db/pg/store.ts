@@ -41,6 +41,41 @@ export function isPgStorageError(err: unknown): boolean {
   );
 }
 
+/**
+ * `sql` (a transaction's) that refuses new queries once `dead()` says its transaction is over, with a driver error
+ * (code CONNECTION_CLOSED, a storage error). postgres.js 3.4 ends a transaction whose connection closed (`begin`
+ * rejects) while the caller's code may still run; a query it made then would go to that connection object, which the
+ * pool may since have reconnected for other work — outside any transaction. (A write queued for a connection that
+ * closed threw from a setImmediate in 3.4.9: patches/postgres+3.4.9.patch, porsager/postgres#1154.) Savepoints
+ * opened through it are guarded alike.
+ */
+function guarded<S extends object>(sql: S, dead: () => boolean): S {
+  const refuse = (): never => {
+    throw Object.assign(new Error("write refused: this transaction's connection was closed"), { code: 'CONNECTION_CLOSED' });
+  };
+  return new Proxy(sql as unknown as Sql, {
+    apply(target, self, args: unknown[]) {
+      // A tagged template makes a query; sql(value) helpers only make fragments.
+      if (dead() && Array.isArray(args[0]) && 'raw' in args[0]) refuse();
+      return Reflect.apply(target, self, args) as unknown;
+    },
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (prop === 'unsafe') {
+        return (...args: Parameters<Sql['unsafe']>) => (dead() ? refuse() : target.unsafe(...args));
+      }
+      if (prop === 'savepoint') {
+        return (...args: unknown[]) => {
+          if (dead()) refuse();
+          const fn = args.pop() as (s: Sql) => unknown;
+          return (target as unknown as { savepoint: (...a: unknown[]) => Promise<unknown> }).savepoint(...args, (s: Sql) => fn(guarded(s, dead)));
+        };
+      }
+      return value;
+    },
+  }) as unknown as S;
+}
+
 /** Opens the database at `url`, brings its schema up to date (migratePg) and returns the Store over it. */
 export async function openPgStore(url: string, opts: PgStoreOptions & { pool?: PgOptions } = {}): Promise<Store> {
   const sql = openPg(url, opts.pool);
@@ -159,8 +194,9 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     let failure: unknown;
     let began = false;
     try {
-      await sql.begin(async (t) => {
+      await sql.begin(async (tx) => {
         began = true;
+        const t = guarded(tx, () => batch.over);
         const repos = pgRepos({ sql: t, inTx: true });
         for (;;) {
           if (batch.over) return; // the connection died under the last unit: the batch failed without it
@@ -245,12 +281,16 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     return writer.run(async () => {
       const marks = markAll();
       let result: T;
+      let over = false;
       try {
-        result = await sql.begin(async (t) => {
+        result = await sql.begin(async (tx) => {
+          const t = guarded(tx, () => over);
           if (opts.relaxed) await t`SET LOCAL synchronous_commit = off`;
           return work(pgRepos({ sql: t, inTx: true }));
         }) as T;
+        over = true;
       } catch (err) {
+        over = true;
         rollBackTo(marks);
         if (isPgStorageError(err)) commitFailed(err);
         throw err;
