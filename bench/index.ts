@@ -33,6 +33,7 @@ const BENCHES: Record<string, () => Promise<{ run(args: string[]): Promise<Bench
   writers: () => import('./writers.ts'),
   fairness: () => import('./fairness.ts'),
   retries: () => import('./retries.ts'),
+  store: () => import('./store.ts'),
 };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -122,6 +122,27 @@ describe.each(ENGINES)('durability on %s', (engine) => {
     ]);
   });
 
+  it('rolls back a unit whose statement the database refused; the units before and after it in its batch commit', async () => {
+    const keys = (id: string): Array<[string, string, string | null]> => [['session', id, 'v']];
+    const before = store.ingest((t) => t.authState.writeKeys(conn, keys('before-refused')));
+    const refused = store.ingest(async (t) => {
+      await t.authState.writeKeys(conn, keys('in-refused'));
+      await t.authState.writeKeys('no-such-connection', keys('x')); // the foreign key refuses it
+    });
+    const after = store.ingest(async (t) => {
+      await t.authState.writeKeys(conn, keys('after-refused'));
+      return 'after';
+    });
+    const [a, b, c] = await Promise.allSettled([before, refused, after]);
+    expect(a.status).toBe('fulfilled');
+    expect(b.status).toBe('rejected');
+    expect(c).toEqual({ status: 'fulfilled', value: 'after' });
+    expect(await e.outside(`SELECT id FROM auth_keys WHERE type = 'session' AND id LIKE '%-refused' ORDER BY id`)).toEqual([
+      { id: 'after-refused' },
+      { id: 'before-refused' },
+    ]);
+  });
+
   it('resolves ingest only after the COMMIT, as seen from a second connection', async () => {
     const seen: number[] = [];
     let durableSeen: number | undefined;
