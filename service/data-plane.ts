@@ -4,10 +4,13 @@
  * CLI's commands on the store, the test harnesses and the benchmarks all open it here, so none of them can have an
  * event log without its outbox (events logged without webhook rows, and nothing said).
  *
- * Only SQLite (`<dataDir>/switchboard.db`) is available in this build; `database` is where a PostgreSQL URL will go.
+ * The service runs on SQLite (`<dataDir>/switchboard.db`) in this build; `openToolStore` opens the asynchronous Store
+ * of either engine for the programs that need only the repositories (the CLI's `token` and `user`).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase } from './db/database.ts';
+import type { Store as AsyncStore } from './db/store-api.ts';
 import { createStore, type Store, type StoreOptions } from './db/store.ts';
 import { EventLog } from './events/log.ts';
 import { WebhookOutbox } from './webhooks/outbox.ts';
@@ -62,4 +65,45 @@ export function openDataPlane(options: DataPlaneOptions): DataPlane {
   const events = new EventLog(store);
   const outbox = new WebhookOutbox(store, events);
   return { store, events, outbox, close: () => store.close() };
+}
+
+/** Thrown by `openToolStore` with `mustExist` when there is no Switchboard database where it looked. */
+export class NoDatabaseError extends Error {
+  override name = 'NoDatabaseError';
+}
+
+/**
+ * The asynchronous Store (db/store-api.ts) of the data dir's SQLite file, or of the PostgreSQL database `database`
+ * (a `postgres://` URL: its schema created or brought up to date, docs/architecture.md § Storage engines), for a
+ * program that needs the repositories only — the CLI's `token` and `user` commands. Close it with `close()`.
+ * @param opts.mustExist refuse a missing SQLite file, or a database without Switchboard's schema (nothing is created)
+ * @throws NoDatabaseError (mustExist); Error from the driver when the database cannot be reached (its message may
+ *   hold the URL's password: callers mask it, config/database-url.ts); PgSchemaError for a schema this build cannot use
+ */
+export async function openToolStore(opts: { dataDir: string; database?: string; mustExist: boolean }): Promise<AsyncStore> {
+  const { dataDir, database, mustExist } = opts;
+  if (!database) {
+    const file = path.join(dataDir, 'switchboard.db');
+    if (mustExist && !fs.existsSync(file)) throw new NoDatabaseError(`no Switchboard database at ${file}`);
+    const { openSqliteStore } = await import('./db/sqlite-store.ts');
+    return openSqliteStore(dataDir);
+  }
+  if (!/^postgres(ql)?:\/\//i.test(database)) {
+    throw new Error("unsupported database: give a postgres:// URL, or none for the data directory's SQLite file");
+  }
+  // Loaded here, not at the top: the service's processes, which import this module, do not load the driver.
+  const [{ openPg }, { hasPgSchema, migratePg }, { pgStore }] = await Promise.all([
+    import('./db/pg/client.ts'),
+    import('./db/pg/migrations.ts'),
+    import('./db/pg/store.ts'),
+  ]);
+  const sql = openPg(database, { max: 2, applicationName: 'switchboard cli', connectTimeoutSeconds: 10 });
+  try {
+    if (mustExist && !(await hasPgSchema(sql))) throw new NoDatabaseError('the database holds no Switchboard schema');
+    await migratePg(sql);
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+    throw err;
+  }
+  return pgStore(sql);
 }

@@ -49,8 +49,15 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** Creates and stores a token for `userId`; returns the record and the token, which is never retrievable again. */
-export function issueToken(tokens: TokensRepo, userId: string, name: string): { record: TokenRecord; token: string } {
+/**
+ * Creates and stores a token for `userId`; returns the record and the token, which is never retrievable again.
+ * `tokens` is the SQLite repository (the record) or either engine's asynchronous one (a Promise of it: await it).
+ */
+export function issueToken<R extends TokenRecord | Promise<TokenRecord> = TokenRecord>(
+  tokens: { insert: (t: Parameters<TokensRepo['insert']>[0]) => R },
+  userId: string,
+  name: string,
+): { record: R; token: string } {
   const token = generateToken();
   const record = tokens.insert({ id: randomUUID(), userId, name, prefix: token.slice(0, 10), hash: hashToken(token) });
   return { record, token };

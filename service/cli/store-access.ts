@@ -1,14 +1,13 @@
 /**
  * How the CLI's commands on the store (`token`, `user`) find it: `--data-dir` / `--sandbox` select the data dir, and
- * `--database URL` (env SWITCHBOARD_DATABASE_URL) a database instead of its SQLite file, like `serve`
- * (config/settings-table.ts). In this build a database URL is refused with one line naming it without its password
+ * `--database URL` (env SWITCHBOARD_DATABASE_URL) a PostgreSQL database instead of its SQLite file
+ * (config/settings-table.ts). A database that cannot be used is one line naming it without its password
  * (config/database-url.ts).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { databaseRefusal } from '../config/database-url.ts';
 import { resolveDataDir, resolveDatabase, resolveSandboxMode } from '../config/service-config.ts';
-import { openDataPlane, type DataPlane } from '../data-plane.ts';
+import { NoDatabaseError, openToolStore } from '../data-plane.ts';
+import type { Store } from '../db/store-api.ts';
 import { CommandError } from './args.ts';
 
 /** The parseArgs options every store command takes. */
@@ -22,7 +21,7 @@ export const STORE_OPTIONS = {
 export const STORE_OPTIONS_HELP = `  --data-dir DIR   Data directory (env SWITCHBOARD_DATA_DIR; default: the platform's data folder)
   --sandbox        Use the sandbox data directory (<default>/sandbox) instead of the live one
   --database URL   A postgres:// database instead of the data dir's SQLite file (env SWITCHBOARD_DATABASE_URL);
-                   PostgreSQL support is being built (issue 26): this build accepts only the default SQLite
+                   its schema is created when missing (docs/scaling.md)
 `;
 
 /** Parsed values of STORE_OPTIONS. */
@@ -33,22 +32,29 @@ export interface StoreSelection {
 }
 
 /**
- * Opens the data plane the flags (and SWITCHBOARD_* variables) select, role `tool`; `mustExist` refuses to create a
- * new SQLite file.
+ * Opens the asynchronous Store the flags (and SWITCHBOARD_* variables) select; `mustExist` refuses to create a new
+ * database (a missing SQLite file, a PostgreSQL database without Switchboard's schema). Close it with `close()`.
  * @throws ConfigError for a bad value; CommandError when `mustExist` and there is no database; StartupError when the
- *   database URL is refused (this build)
+ *   database cannot be used (unreachable, refused, a schema this build cannot use), its URL's password masked
  */
-export function openSelectedPlane(values: StoreSelection, mustExist: boolean, env: NodeJS.ProcessEnv = process.env): DataPlane {
+export async function openSelectedStore(values: StoreSelection, mustExist: boolean, env: NodeJS.ProcessEnv = process.env): Promise<Store> {
   const dataDir = resolveDataDir({ dataDir: values['data-dir'] }, resolveSandboxMode(values, env), env);
   const database = resolveDatabase({ database: values.database }, env);
-  if (database) {
-    try {
-      return openDataPlane({ dataDir, role: 'tool', database: database.reveal() });
-    } catch (err) {
-      throw databaseRefusal(err, database);
-    }
+  try {
+    return await openToolStore({ dataDir, mustExist, ...(database && { database: database.reveal() }) });
+  } catch (err) {
+    if (err instanceof NoDatabaseError) throw new CommandError(database ? `no Switchboard database at ${database.display}` : err.message);
+    if (database) throw databaseRefusal(err, database);
+    throw err;
   }
-  const file = path.join(dataDir, 'switchboard.db');
-  if (mustExist && !fs.existsSync(file)) throw new CommandError(`no Switchboard database at ${file}`);
-  return openDataPlane({ dataDir, role: 'tool' });
+}
+
+/** Runs `fn` on the selected store and closes it (after `fn` settles, whatever it did). */
+export async function withSelectedStore<T>(values: StoreSelection, mustExist: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openSelectedStore(values, mustExist);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
 }

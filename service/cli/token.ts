@@ -1,14 +1,14 @@
 /**
- * `switchboard token create|list|revoke`: API token management straight on the database (WAL mode, so it
- * works while `serve` runs). `create` prints only the new token on stdout, for scripts to capture.
+ * `switchboard token create|list|revoke`: API token management straight on the database — the data dir's SQLite
+ * file (WAL mode, so it works while `serve` runs) or a PostgreSQL database (`--database`). `create` prints only the new token on stdout, for scripts to capture.
  * `--user NAME` only ever names a LOCAL user (db/users.ts); identity-provider users are reached by `--user-id`, and
  * never get a token from the CLI.
  */
 import { issueToken } from '../auth/api-tokens.ts';
-import type { Store } from '../db/store.ts';
+import type { Repos } from '../db/store-api.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
-import { openSelectedPlane, STORE_OPTIONS, STORE_OPTIONS_HELP, type StoreSelection } from './store-access.ts';
+import { STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore } from './store-access.ts';
 
 export const TOKEN_USAGE = `Usage:
   switchboard token create --user NAME [--name LABEL]      Create a token for the local user NAME (created if
@@ -28,19 +28,6 @@ ${STORE_OPTIONS_HELP}  -h, --help       Show this help
 
 const COMMON = STORE_OPTIONS;
 
-/** Opens the store the flags select; `mustExist` refuses to create a new database. */
-function openSelectedStore(values: StoreSelection, mustExist: boolean): Store {
-  return openSelectedPlane(values, mustExist).store; // closed by withStore (the plane's close is the store's)
-}
-
-function withStore<T>(store: Store, fn: (store: Store) => T): T {
-  try {
-    return fn(store);
-  } finally {
-    store.close();
-  }
-}
-
 /** `--user NAME` or `--user-id ID`, exactly one. @throws UsageError */
 function userSelector(values: { user?: string; 'user-id'?: string }, command: string): UserSelector {
   const name = values.user;
@@ -58,18 +45,18 @@ type UserSelector = { name: string } | { id: string };
  * The user a selector names: `{ name }` a LOCAL user only (created when `create`), `{ id }` any user.
  * @throws CommandError when there is none
  */
-function findUser(store: Store, selector: UserSelector, create: boolean): User {
+async function findUser(repos: Pick<Repos, 'users'>, selector: UserSelector, create: boolean): Promise<User> {
   if ('id' in selector) {
-    const user = store.users.get(selector.id);
+    const user = await repos.users.get(selector.id);
     if (!user) throw new CommandError(`no user with id ${selector.id}`);
     return user;
   }
-  const user = create ? store.users.ensure(selector.name) : store.users.byLocalName(selector.name);
+  const user = create ? await repos.users.ensure(selector.name) : await repos.users.byLocalName(selector.name);
   if (!user) throw new CommandError(`no local user named ${JSON.stringify(selector.name)}`);
   return user;
 }
 
-function create(argv: string[]): number {
+async function create(argv: string[]): Promise<number> {
   const { values } = parseCommandLine('token create', argv, {
     ...COMMON,
     user: { type: 'string' },
@@ -78,23 +65,25 @@ function create(argv: string[]): number {
   });
   if (values.help) return help();
   const selector = userSelector(values, 'token create');
-  const token = withStore(openSelectedStore(values, 'id' in selector), (store) =>
-    store.tx(() => {
-      const user = findUser(store, selector, true);
+  const token = await withSelectedStore(values, 'id' in selector, (store) =>
+    store.tx(async (t) => {
+      const user = await findUser(t, selector, true);
       if (user.kind !== 'local') {
         throw new CommandError(
           `user ${user.id} signs in through the identity provider (${user.issuer}); the CLI does not issue tokens for ` +
             `such users: they create their own after signing in (POST /api/tokens)`,
         );
       }
-      return issueToken(store.tokens, user.id, values.name ?? 'cli').token;
+      const issued = issueToken(t.tokens, user.id, values.name ?? 'cli');
+      await issued.record;
+      return issued.token;
     }),
   );
   process.stdout.write(`${token}\n`);
   return 0;
 }
 
-function list(argv: string[]): number {
+async function list(argv: string[]): Promise<number> {
   const { values } = parseCommandLine('token list', argv, {
     ...COMMON,
     user: { type: 'string' },
@@ -102,22 +91,22 @@ function list(argv: string[]): number {
   });
   if (values.help) return help();
   const selector = userSelector(values, 'token list');
-  const tokens = withStore(openSelectedStore(values, true), (store) =>
-    store.tokens.listActive(findUser(store, selector, false).id),
+  const tokens = await withSelectedStore(values, true, async (store) =>
+    store.read.tokens.listActive((await findUser(store.read, selector, false)).id),
   );
   const rows = tokens.map((t) => [t.id, t.name, t.prefix, t.createdAt, t.lastUsedAt ?? '-']);
   process.stdout.write(formatTable(['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED'], rows));
   return 0;
 }
 
-function revoke(argv: string[]): number {
+async function revoke(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine('token revoke', argv, COMMON, true);
   if (values.help) return help();
   const [id, ...extra] = positionals;
   if (!id || extra.length > 0) throw new UsageError('expected exactly one token ID', 'token revoke');
-  withStore(openSelectedStore(values, true), (store) => {
-    if (store.tokens.revoke(id)) return;
-    const token = store.tokens.get(id);
+  await withSelectedStore(values, true, async (store) => {
+    if (await store.tx((t) => t.tokens.revoke(id))) return;
+    const token = await store.read.tokens.get(id);
     if (!token) throw new CommandError(`no token with id ${id}`);
     process.stderr.write(`token ${id} was already revoked\n`);
   });
@@ -145,11 +134,11 @@ export async function tokenCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
     case 'create':
-      return create(rest);
+      return await create(rest);
     case 'list':
-      return list(rest);
+      return await list(rest);
     case 'revoke':
-      return revoke(rest);
+      return await revoke(rest);
     case '-h':
     case '--help':
     case 'help':

@@ -1,14 +1,14 @@
 /**
  * `switchboard user list|create NAME|disable (NAME|--id ID)|enable (NAME|--id ID)`: user management straight on the
- * database (WAL mode, so it works while `serve` runs). NAME always means a local user; identity-provider users are
+ * database — the data dir's SQLite file (WAL mode, so it works while `serve` runs) or a PostgreSQL database
+ * (`--database`). NAME always means a local user; identity-provider users are
  * addressed by id (db/users.ts). A disabled user's API tokens and JWTs answer 401 at once; its open WebSocket
  * streams are closed (4401) within the service's revocation sweep (about 2 s). Nothing is deleted.
  */
-import type { Store } from '../db/store.ts';
 import { isValidUserName, type User } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 import { formatTable } from './token.ts';
-import { openSelectedPlane, STORE_OPTIONS, STORE_OPTIONS_HELP, type StoreSelection } from './store-access.ts';
+import { STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore, type StoreSelection } from './store-access.ts';
 
 export const USER_USAGE = `Usage:
   switchboard user list                          List users (name or label, kind, id, status, identity)
@@ -25,15 +25,6 @@ ${STORE_OPTIONS_HELP}  -h, --help       Show this help
 `;
 
 const COMMON = STORE_OPTIONS;
-
-function withStore<T>(values: StoreSelection, mustExist: boolean, fn: (s: Store) => T): T {
-  const plane = openSelectedPlane(values, mustExist);
-  try {
-    return fn(plane.store);
-  } finally {
-    plane.close();
-  }
-}
 
 type UserSelector = { name: string } | { id: string };
 
@@ -61,19 +52,21 @@ function help(): number {
   return 0;
 }
 
-function setDisabled(argv: string[], disabled: boolean): number {
+async function setDisabled(argv: string[], disabled: boolean): Promise<number> {
   const { values, selector } = oneUser(disabled ? 'disable' : 'enable', argv, true);
   if (selector === undefined) return help();
-  const user = withStore(values, true, (store) => {
-    const found: User | undefined = 'id' in selector ? store.users.get(selector.id) : store.users.byLocalName(selector.name);
-    if (!found) {
-      throw new CommandError(
-        'id' in selector ? `no user with id ${selector.id}` : `no local user named ${JSON.stringify(selector.name)}`,
-      );
-    }
-    store.users.setDisabled(found.id, disabled);
-    return found;
-  });
+  const user = await withSelectedStore(values, true, (store) =>
+    store.tx(async (t) => {
+      const found: User | undefined = 'id' in selector ? await t.users.get(selector.id) : await t.users.byLocalName(selector.name);
+      if (!found) {
+        throw new CommandError(
+          'id' in selector ? `no user with id ${selector.id}` : `no local user named ${JSON.stringify(selector.name)}`,
+        );
+      }
+      await t.users.setDisabled(found.id, disabled);
+      return found;
+    }),
+  );
   process.stdout.write(`${disabled ? 'disabled' : 'enabled'} ${user.kind === 'local' ? user.name : user.id}\n`);
   return 0;
 }
@@ -84,7 +77,7 @@ export async function userCommand(argv: string[]): Promise<number> {
     case 'list': {
       const { values } = parseCommandLine('user list', rest, COMMON);
       if (values.help) return help();
-      const users = withStore(values, true, (store) => store.users.list());
+      const users = await withSelectedStore(values, true, (store) => store.read.users.list());
       const rows = users.map((u) => [
         u.name,
         u.kind,
@@ -100,18 +93,19 @@ export async function userCommand(argv: string[]): Promise<number> {
       const { values, selector } = oneUser('create', rest, false);
       if (selector === undefined) return help();
       const { name } = selector as { name: string };
-      const user = withStore(values, false, (store) => {
-        if (store.users.byLocalName(name))
-          throw new CommandError(`a local user named ${JSON.stringify(name)} already exists`);
-        return store.users.create(name);
-      });
+      const user = await withSelectedStore(values, false, (store) =>
+        store.tx(async (t) => {
+          if (await t.users.byLocalName(name)) throw new CommandError(`a local user named ${JSON.stringify(name)} already exists`);
+          return t.users.create(name);
+        }),
+      );
       process.stdout.write(`${user.id}\n`);
       return 0;
     }
     case 'disable':
-      return setDisabled(rest, true);
+      return await setDisabled(rest, true);
     case 'enable':
-      return setDisabled(rest, false);
+      return await setDisabled(rest, false);
     case '-h':
     case '--help':
     case 'help':

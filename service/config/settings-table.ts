@@ -125,9 +125,10 @@ export const SETTINGS = [
     arg: 'URL',
     default: "the data dir's SQLite file (DATA_DIR/switchboard.db)",
     description:
-      'A postgres:// URL instead of the SQLite file; serve, token and user take it. PostgreSQL support is being built ' +
-      '(issue 26): this build accepts only the default SQLite and refuses a URL at start. Its password is never shown ' +
-      '(logs and messages print ***); prefer the variable to the flag, which a process list shows.',
+      'A postgres:// URL instead of the SQLite file; serve, token and user take it. token and user work on it ' +
+      '(creating its schema when missing); serving from PostgreSQL is being built (issue 26): serve in this build ' +
+      'accepts only the default SQLite and refuses a URL at start. Its password is never shown (logs and messages ' +
+      'print ***); prefer the variable to the flag, which a process list shows.',
     group: 'service',
     file: false,
   },

@@ -40,6 +40,12 @@ export class PgSchemaError extends Error {
 /** Key of the advisory lock taken while migrating ("SWBD" as a 32-bit integer, the SQLite file's application_id). */
 const MIGRATION_LOCK_KEY = 0x53574244;
 
+/** Whether the database behind `sql` holds Switchboard's schema (its `schema_migrations` table). */
+export async function hasPgSchema(sql: Sql): Promise<boolean> {
+  const [row] = await sql<Array<{ known: boolean }>>`SELECT to_regclass('schema_migrations') IS NOT NULL AS known`;
+  return row?.known === true;
+}
+
 /**
  * Brings the schema of the database behind `sql` up to date; returns the versions it applied (empty when none).
  * @param migrations the list to apply (PG_MIGRATIONS; tests pass their own)
