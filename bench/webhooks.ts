@@ -63,7 +63,7 @@ async function capacity(webhooks: number, totalDeliveries: number) {
       policy: new OutboundPolicy({ allowLan: true }),
     });
     const t0 = performance.now();
-    dispatcher.start();
+    void dispatcher.start();
     await Promise.race([finished, new Promise((r) => setTimeout(r, 60_000))]);
     const ms = performance.now() - t0;
     await dispatcher.close();

@@ -61,20 +61,12 @@ async function main(): Promise<void> {
   channel.onMessage((message) => {
     if (message.type === 'stop') void stop(0);
     else if (message.type === 'issue-operator-token') {
-      try {
-        if (!service) throw new Error('the service is not running');
-        channel.send({
-          type: 'token',
-          requestId: message.requestId,
-          token: service.issueOwnerToken('desktop'),
-        });
-      } catch (err) {
-        channel.send({
-          type: 'token',
-          requestId: message.requestId,
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
+      const { requestId } = message;
+      const issued = service ? service.issueOwnerToken('desktop') : Promise.reject(new Error('the service is not running'));
+      void issued.then(
+        (token) => channel.send({ type: 'token', requestId, token }),
+        (err: unknown) => channel.send({ type: 'token', requestId, error: err instanceof Error ? err.message : String(err) }),
+      );
     }
   });
   process.on('SIGTERM', () => void stop(0));

@@ -53,14 +53,14 @@ export interface RunningService {
    * Issues an API token (`wh_…`, returned once) for the local user `userName`, created when missing; the desktop
    * shell's operator token comes from here. @throws after close()
    */
-  issueLocalToken(userName: string, tokenName: string): string;
+  issueLocalToken(userName: string, tokenName: string): Promise<string>;
   /** The session worker threads, when `config.workers` ≥ 1 (docs/scaling.md). */
   sessionThreads?: SessionThreads;
   /**
    * Issues an API token for the machine's owner — the first local user of the data dir, who may change the machine's
    * settings (docs/settings.md) — creating the local user `operator` when there is none yet (the desktop app).
    */
-  issueOwnerToken(tokenName: string): string;
+  issueOwnerToken(tokenName: string): Promise<string>;
   /** Set when the configured port was taken and the API listens on another one (StartOptions.portFallback). */
   portFallback?: PortFallback;
   /** Stops everything; safe to call more than once. */
@@ -96,6 +96,8 @@ export interface StartOptions {
   restart?: () => void;
   /** Opens the OS keychain for the Stripe key the settings store; null: none. Default: the OS keychain. */
   openKeychain?: (() => Promise<Keychain>) | null;
+  /** Enables the session threads' test-only hooks (SessionThreads.testHoldWriteLock); tests only. */
+  testHooks?: boolean;
 }
 
 /** The configured port was taken: where the API listens instead, and the sentence shown to the operator. */
@@ -188,16 +190,20 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     const writeLock = workers > 0 ? new SharedArrayBuffer(4) : undefined;
     // Whether a session thread holding that lock has stopped (known once the pool exists; main's thread id is 0).
     let threadGone = (_threadId: number): boolean => false;
-    // Its writes wait at most MAIN_THREAD_WRITE_WAIT_MS for the lock (this thread serves HTTP; an API write that
-    // cannot get the lock answers 503).
+    // This thread serves HTTP, the stream and webhooks: with session threads it never sleeps for a lock (busy
+    // timeout 0, a lock that only tries); its writes wait in `txAsync` at most MAIN_THREAD_WRITE_WAIT_MS, and an API
+    // write that cannot get the lock answers 503 (docs/architecture.md § Threads and the write lock). Without threads
+    // the sessions run here and wait in SQLite's busy handler, as they must.
     // The store, the event log (seq, publication after commit) and the webhook outbox that writes a row per
     // subscribed webhook in each event's transaction (docs/architecture.md § Data plane).
     const { store, events, outbox } = openConfiguredPlane(config, {
       dataDir: config.dataDir,
       role: 'main',
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
-      busyTimeoutMs: MAIN_THREAD_WRITE_WAIT_MS,
-      ...(writeLock && { writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t), { giveUpMs: MAIN_THREAD_WRITE_WAIT_MS }) }),
+      busyTimeoutMs: writeLock ? 0 : MAIN_THREAD_WRITE_WAIT_MS,
+      ...(writeLock && {
+        writeLock: new WriteLock(writeLock, (t) => t !== 0 && threadGone(t), { giveUpMs: MAIN_THREAD_WRITE_WAIT_MS, blocking: false }),
+      }),
     });
     cleanups.push({ step: 'database', cleanup: () => store.close() });
     if (config.publicUrl) store.mediaUrls.setBase(config.publicUrl);
@@ -295,6 +301,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
             outboundFlags: { allowLoopbackWebhooks: config.sandbox },
             allowLanWebhooks: () => settings.allowLanWebhooks(),
             onOutbox: () => outbox.wake(),
+            ...(opts.testHooks && { testHooks: true }),
             ...(opts.resolve && { resolve: opts.resolve }),
           })
         : undefined;
@@ -384,7 +391,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     threaded?.threads.configure({ ownPort: port, mediaBase: store.mediaUrls.base });
 
     // Webhook deliveries (including those left by a previous run) and the event log's retention.
-    dispatcher.start();
+    void dispatcher.start();
     cleanups.push({ step: 'webhook dispatcher', cleanup: () => dispatcher.close() });
     const retention = startRetention({ store, logger, ...(config.eventRetentionDays && { days: config.eventRetentionDays }) });
     cleanups.push({ step: 'event retention', cleanup: () => retention.stop() });
@@ -402,9 +409,9 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
       ...(sandboxUrl && { sandboxUrl }),
       ...(threaded && { sessionThreads: threaded.threads }),
       issueLocalToken: (userName, tokenName) =>
-        store.tx(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
+        store.txAsync(() => issueToken(store.tokens, store.users.ensure(userName).id, tokenName).token),
       issueOwnerToken: (tokenName) =>
-        store.tx(() => issueToken(store.tokens, (store.users.owner() ?? store.users.ensure('operator')).id, tokenName).token),
+        store.txAsync(() => issueToken(store.tokens, (store.users.owner() ?? store.users.ensure('operator')).id, tokenName).token),
       ...(portFallback && { portFallback }),
       close: () => (closing ??= closeStarted()),
     };

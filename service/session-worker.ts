@@ -19,11 +19,20 @@ import { openDataPlane } from './data-plane.ts';
 import { OutboundPolicy } from './net/outbound.ts';
 import { createEngine } from './engine/engine.ts';
 import type { Engine } from './engine/types.ts';
-import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './engine/worker-protocol.ts';
+import { RpcClient, serveRpc, serializeError, type RpcHandlers, type RpcRequest, type SerializedError } from './engine/rpc.ts';
+import type { FromWorker, MainRpc, SessionRpc, SessionState, SessionWorkerData, ToWorker } from './engine/worker-protocol.ts';
 
 const data = workerData as SessionWorkerData;
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
+
+/** How long a call to the main thread (MainRpc.resolve) may take, in ms. */
+const RESOLVE_TIMEOUT_MS = 30_000;
+/** How often this thread's heartbeat moves while its event loop turns (the main thread's watchdog reads it), in ms. */
+const HEARTBEAT_MS = 250;
+const heartbeat = new Int32Array(data.heartbeat);
+const beating = setInterval(() => Atomics.add(heartbeat, 0, 1), HEARTBEAT_MS);
+beating.unref();
 
 // Log records go to the main thread's logger (one output, its format, and whatever an embedder injected).
 const logger = pino({ level: data.logLevel }, { write: (line: string) => post({ type: 'log', line }) }).child({ thread: data.thread });
@@ -41,15 +50,14 @@ const { store, events, outbox } = openDataPlane({
 });
 const room = new Int32Array(data.storageRoom);
 const clockOffset = data.clockOffset ? new Float64Array(data.clockOffset) : undefined;
-// An embedder's resolver (StartOptions.resolve) runs on the main thread: names are resolved there when there is one.
-const resolving = new Map<number, { resolve: (a: Array<{ address: string; family: number }>) => void; reject: (e: Error) => void }>();
-let nextResolve = 1;
-const resolveOnMain = (hostname: string) =>
-  new Promise<Array<{ address: string; family: number }>>((resolve, reject) => {
-    const id = nextResolve++;
-    resolving.set(id, { resolve, reject });
-    post({ type: 'resolve', id, hostname });
-  });
+// The main thread's calls (MainRpc): an embedder's resolver (StartOptions.resolve) runs there, when there is one.
+const main = new RpcClient<MainRpc>({
+  post: (request) => post({ type: 'call', request }),
+  defaultTimeoutMs: RESOLVE_TIMEOUT_MS,
+  timeoutError: (method, ms) => Object.assign(new Error(`${method} on the main thread did not answer within ${ms} ms`), { code: 'ETIMEOUT' }),
+  errorOf: (e: SerializedError) => Object.assign(new Error(e.message), e.code ? { code: e.code } : {}),
+});
+const resolveOnMain = (hostname: string) => main.call('resolve', [hostname]);
 const policy = new OutboundPolicy({
   ...(data.resolveOnMain && { resolve: resolveOnMain }),
   allowLan: false,
@@ -103,16 +111,6 @@ function statesOf(ids: Iterable<string>, force = false): Record<string, SessionS
   return out;
 }
 
-function serializeError(err: unknown): SerializedError {
-  const e = err as { statusCode?: unknown; message?: unknown; name?: unknown; code?: unknown } | null;
-  return {
-    message: typeof e?.message === 'string' ? e.message : String(err),
-    name: typeof e?.name === 'string' ? e.name : 'Error',
-    ...(typeof e?.statusCode === 'number' && { statusCode: e.statusCode }),
-    ...(typeof e?.code === 'string' && { code: e.code }),
-  };
-}
-
 // Committed events go to the main thread (in commit order, once on disk), which publishes them (EventLog.publishCommitted).
 let appended: Array<[string, LoggedEvent]> = [];
 events.onAppend((userId, event) => void appended.push([userId, event]));
@@ -162,34 +160,44 @@ port.on('message', (m: ToWorker) => {
       if (m.mediaBase !== undefined) store.mediaUrls.setBase(m.mediaBase);
       return;
     case 'call':
-      void call(m.id, m.method, m.args);
+      void call(m.request);
       return;
     case 'close':
       void close();
       return;
-    case 'resolved': {
-      const waiting = resolving.get(m.id);
-      resolving.delete(m.id);
-      if (m.addresses) waiting?.resolve(m.addresses);
-      else waiting?.reject(Object.assign(new Error(m.error?.message ?? 'resolution failed'), m.error?.code ? { code: m.error.code } : {}));
+    case 'testHoldWriteLock':
+      if (data.testHooks === true) testHoldWriteLock(m.ms);
       return;
-    }
+    case 'answer':
+      main.settle(m.reply);
+      return;
   }
 });
 
-async function call(id: number, method: string, args: unknown[]): Promise<void> {
-  const connectionId = typeof args[0] === 'string' ? args[0] : undefined;
-  try {
-    const fn = (engine as unknown as Record<string, (...a: unknown[]) => unknown>)[method];
-    if (typeof fn !== 'function') throw new Error(`unknown engine method ${method}`);
-    const value = await fn(...args);
+/** The calls this thread answers (SessionRpc): the engine's own (tsc checks that it answers each). */
+const handlers: RpcHandlers<SessionRpc> = engine;
+
+/** Answers one call of the main thread, with the state of its connection. */
+async function call(request: RpcRequest<SessionRpc>): Promise<void> {
+  const connectionId = request.params[0];
+  const reply = await serveRpc(handlers, request);
+  if (reply.ok) {
     // Whatever the call wrote is on disk before the main thread answers the request (as store.durable() there).
     await store.durable();
-    if (method === 'stop' && connectionId) mine.delete(connectionId);
-    post({ type: 'reply', id, ok: true, value, states: connectionId ? statesOf([connectionId], true) : {}, storageDown: engine.storageUnavailable() });
-  } catch (err) {
-    post({ type: 'reply', id, ok: false, error: serializeError(err), states: connectionId ? statesOf([connectionId], true) : {}, storageDown: engine.storageUnavailable() });
+    if (request.method === 'stop') mine.delete(connectionId);
   }
+  post({ type: 'reply', reply, states: statesOf([connectionId], true), storageDown: engine.storageUnavailable() });
+}
+
+/**
+ * Test only (SessionWorkerData.testHooks): a transaction that holds the threads' write lock and SQLite's for `ms`
+ * with this thread's event loop stopped, as a long history chunk or a hung thread would.
+ */
+function testHoldWriteLock(ms: number): void {
+  store.tx(() => {
+    post({ type: 'testHolding' });
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  });
 }
 
 async function close(): Promise<void> {
@@ -200,6 +208,7 @@ async function close(): Promise<void> {
     logger.error({ err }, 'closing the sessions of a worker thread failed');
   }
   store.close();
+  clearInterval(beating);
   post({ type: 'closed' });
   port.close();
 }

@@ -113,7 +113,8 @@ export function apiTokenVerifier(
       const at = now();
       if (!found.lastUsedAt || at.getTime() - Date.parse(found.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
         try {
-          store.atomic(() => store.tokens.touch(found.tokenId, at.toISOString())); // holds the threads' write lock
+          // Only tries the threads' write lock on the main thread (it never waits for it there: store.ts txAsync).
+          store.atomic(() => store.tokens.touch(found.tokenId, at.toISOString()));
         } catch (err) {
           // A record of use is not worth refusing the request: with the database locked past the main thread's
           // wait, the next request records it.

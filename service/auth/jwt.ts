@@ -40,7 +40,7 @@ function claimString(payload: JWTPayload, name: string): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-export function jwtVerifier(store: Pick<Store, 'users' | 'tx'>, opts: JwtVerifierOptions): CredentialVerifier {
+export function jwtVerifier(store: Pick<Store, 'users' | 'txAsync'>, opts: JwtVerifierOptions): CredentialVerifier {
   const jwks = createRemoteJWKSet(new URL(opts.jwksUrl), {
     ...(opts.cooldownMs !== undefined && { cooldownDuration: opts.cooldownMs }),
     ...(opts.timeoutMs !== undefined && { timeoutDuration: opts.timeoutMs }),
@@ -73,7 +73,7 @@ export function jwtVerifier(store: Pick<Store, 'users' | 'tx'>, opts: JwtVerifie
       // jose checks `iat` only against a maxTokenAge; a token issued in the future is a forged or mis-clocked one.
       if (typeof payload.iat === 'number' && payload.iat > now() / 1000 + CLOCK_TOLERANCE_S)
         throw unauthorized(AUTH_MESSAGES.invalidJwt);
-      const user = store.tx(() =>
+      const user = await store.txAsync(() =>
         store.users.ensureJwtUser(opts.issuer, sub, {
           email: claimString(payload, 'email') ?? null,
           preferredName: claimString(payload, 'preferred_username') ?? claimString(payload, 'name') ?? null,

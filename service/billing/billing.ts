@@ -102,11 +102,12 @@ export function createBillingProvider(opts: BillingOptions): BillingProvider {
   const { config, store, logger } = opts;
   if (config.provider === 'local' || !config.stripe) {
     if (config.provider === 'stripe') throw new Error('billing provider "stripe" needs stripe settings');
-    return createLocalProvider({ repo: store.billing, defaultSlots: config.defaultSlots, currency: config.currency });
+    return createLocalProvider({ repo: store.billing, defaultSlots: config.defaultSlots, currency: config.currency, write: store.txAsync });
   }
   const s = config.stripe;
   return createStripeProvider({
     repo: store.billing,
+    write: store.txAsync,
     logger,
     secretKey: s.secretKey,
     priceId: s.priceId,

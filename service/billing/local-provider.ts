@@ -12,9 +12,11 @@ export interface LocalProviderOptions {
   defaultSlots: number;
   /** Lowercase currency code reported with (zero) amounts. */
   currency: string;
+  /** Runs a write of `repo` (store.txAsync: on the main thread it waits for the write lock without blocking). */
+  write: <T>(fn: () => T) => Promise<T>;
 }
 
-export function createLocalProvider({ repo, defaultSlots, currency }: LocalProviderOptions): BillingProvider {
+export function createLocalProvider({ repo, defaultSlots, currency, write }: LocalProviderOptions): BillingProvider {
   return {
     kind: 'local',
     async account(userId): Promise<ProviderAccount> {
@@ -28,7 +30,7 @@ export function createLocalProvider({ repo, defaultSlots, currency }: LocalProvi
       };
     },
     async changeSlots(userId, quantity): Promise<ProviderSlotChange> {
-      repo.setLocalSlots(userId, quantity);
+      await write(() => repo.setLocalSlots(userId, quantity));
       return { slots: quantity, proratedAmount: 0, currency };
     },
     async createCheckout() {

@@ -28,6 +28,8 @@ import { readSecret, type SecretSource } from '../secrets/secret.ts';
 
 export interface StripeProviderOptions {
   repo: BillingRepo;
+  /** Runs a write of `repo` (store.txAsync: on the main thread it waits for the write lock without blocking). */
+  write: <T>(fn: () => T) => Promise<T>;
   logger: Logger;
   secretKey: SecretSource;
   /** The recurring per-slot price (`price_...`). */
@@ -172,13 +174,13 @@ export function createStripeProvider(opts: StripeProviderOptions): BillingProvid
       } catch (err) {
         if (err instanceof Stripe.errors.StripeInvalidRequestError && err.code === 'resource_missing') {
           // The customer is gone (deleted, or another Stripe account's id): start again at the next checkout.
-          repo.forgetStripeCustomer(userId, mode);
+          await opts.write(() => repo.forgetStripeCustomer(userId, mode));
           return null;
         }
         throw err;
       }
       const best = pick(list.data);
-      if (best && best.id !== customer.subscriptionId) repo.setStripeSubscription(userId, mode, best.id);
+      if (best && best.id !== customer.subscriptionId) await opts.write(() => repo.setStripeSubscription(userId, mode, best.id));
       return best ? snapshot(best) : null;
     });
     cache.set(userId, { at: Date.now(), sub });
@@ -197,7 +199,7 @@ export function createStripeProvider(opts: StripeProviderOptions): BillingProvid
           { name: user.name, metadata: { [USER_ID_KEY]: user.id } },
           { idempotencyKey: `switchboard-customer-${user.id}` },
         ));
-      repo.saveStripeCustomer(user.id, mode, customer.id);
+      await opts.write(() => repo.saveStripeCustomer(user.id, mode, customer.id));
       return customer.id;
     });
   }

@@ -29,15 +29,17 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
   let started = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
-  const step = () => {
+  const step = async () => {
     if (stopped) return resolveDone();
     let progress;
     try {
-      progress = store.tx(() => store.search.backfillStep(batch));
+      // On the main thread: waits for the write lock without blocking (store.ts txAsync).
+      progress = await store.txAsync(() => store.search.backfillStep(batch));
+      if (stopped) return resolveDone();
     } catch (err) {
       if (isBusyError(err)) {
         // Another writer held the lock past the main thread's wait (a large history chunk): try again shortly.
-        retry = setTimeout(step, BUSY_RETRY_MS);
+        retry = setTimeout(() => void step(), BUSY_RETRY_MS);
         return;
       }
       logger.error({ err }, 'search index: building the index of stored messages failed; it resumes at the next start');
@@ -57,9 +59,9 @@ export function startSearchBackfill(deps: { store: Store; logger: BackfillLogger
       );
     }
     if (progress.finished) return resolveDone();
-    timer = setImmediate(step); // between batches the event loop serves requests
+    timer = setImmediate(() => void step()); // between batches the event loop serves requests
   };
-  timer = setImmediate(step);
+  timer = setImmediate(() => void step());
   return {
     stop() {
       stopped = true;

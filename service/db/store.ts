@@ -81,23 +81,27 @@ export interface StoreOptions {
   /**
    * Taken right before each `BEGIN IMMEDIATE` of this store and given back right after its `COMMIT`/`ROLLBACK`,
    * when several threads of the process write the file (write-lock.ts; `serve --workers N`). Absent: SQLite's
-   * busy handler alone orders the writers.
+   * busy handler alone orders the writers. The main thread's lock does not block (`acquire` only tries) and has
+   * `runLocked`, which `txAsync` waits in without stopping the event loop.
    */
-  writeLock?: { acquire(): void; release(): void };
+  writeLock?: { acquire(): void; release(): void; runLocked?<T>(fn: () => T, deadline: number): Promise<T> };
   /**
    * How long a write of this store waits for SQLite's write lock when another connection (another process, a tool)
-   * holds it, in ms: SQLite's busy timeout (5,000 by default, database.ts). The main thread sets a shorter one
-   * (MAIN_THREAD_WRITE_WAIT_MS): it waits with its event loop stopped, and an API write that cannot get the lock
-   * answers 503. A write that gives up throws SQLITE_BUSY and has written nothing.
+   * holds it, in ms: SQLite's busy timeout (5,000 by default, database.ts), during which the thread sleeps. The main
+   * thread with session threads sets 0 (it never sleeps; `txAsync` retries on timers instead). A write that gives up
+   * throws SQLITE_BUSY and has written nothing.
    */
   busyTimeoutMs?: number;
+  /** How long `txAsync` waits for the write locks in all before SQLITE_BUSY, in ms (MAIN_THREAD_WRITE_WAIT_MS). */
+  asyncWriteWaitMs?: number;
 }
 
 /**
  * How long the main thread's writes (API writes, webhook claims and outcomes, retention) wait for the write lock
  * — the threads' lock (write-lock.ts) and SQLite's — before giving up with SQLITE_BUSY (the API answers 503 with
- * `retry-after`). The main thread waits with its event loop stopped, so this bounds that stall; the lock's usual
- * holders keep it for milliseconds (a group commit's 4 ms window) up to a few hundred (a large history chunk).
+ * `retry-after`). They wait asynchronously (`txAsync`: `Atomics.waitAsync` and timers), so the event loop keeps
+ * serving meanwhile; the lock's usual holders keep it for milliseconds (a group commit's 4 ms window) up to a few
+ * hundred (a large history chunk).
  */
 export const MAIN_THREAD_WRITE_WAIT_MS = 1_000;
 
@@ -189,6 +193,9 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     opts.onSyncError ?? ((err: Error) => process.emitWarning(`fsync of the SQLite WAL failed: ${err.message}`, 'SwitchboardStorage'));
   const walLimitBytes = opts.walLimitBytes ?? 256 * 1024 * 1024;
   const writeLock = opts.writeLock;
+  const asyncWriteWaitMs = opts.asyncWriteWaitMs ?? MAIN_THREAD_WRITE_WAIT_MS;
+  /** True while `txAsync` holds the threads' write lock around its synchronous transaction. */
+  let heldAhead = false;
   /** Absent for an in-memory database: its batches commit with FULL (a no-op) and announce at once. */
   // A WAL that cannot be synced even on the retry: what waited for those commits (receipts) must not leave either.
   const walSync = db.memory ? undefined : new WalSync(db.name, onSyncError, (err) => commitFailed(err));
@@ -254,7 +261,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
    * second with sessions on threads).
    */
   function withWriteLock<T>(fn: () => T): T {
-    if (!writeLock || db.inTransaction) return fn(); // inside tx/ingest/a batch this thread holds the lock already
+    if (!writeLock || db.inTransaction || heldAhead) return fn(); // inside tx/ingest/a batch this thread holds the lock already
     writeLock.acquire();
     try {
       return fn();
@@ -280,7 +287,7 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     if (depth === 0) commitBatch();
     // The outermost transaction takes the threads' write lock (given back right after its commit, before anything
     // it announces runs); inside a transaction opened on `db` directly, it joins that one.
-    let locked = depth === 0 && writeLock !== undefined && !db.inTransaction;
+    let locked = depth === 0 && writeLock !== undefined && !db.inTransaction && !heldAhead;
     if (locked) writeLock!.acquire();
     const mark = markUncommitted();
     if (depth === 0) serial.begin();
@@ -306,6 +313,50 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
       rollBackTo(mark);
       if (isStorageError(err)) commitFailed(err);
       throw err;
+    }
+  }
+
+  /**
+   * `tx(fn)` for the main thread, which must never sleep (docs/architecture.md § Threads and the write lock): waits
+   * for the threads' write lock without blocking (`runLocked`), runs the transaction synchronously holding it, and
+   * when SQLite's own lock is taken by another connection (busy timeout 0: SQLITE_BUSY at once) tries again on a
+   * timer. Without a write lock it is `tx(fn)` after the same retries.
+   * @throws Error with code SQLITE_BUSY after `asyncWriteWaitMs` (nothing was written); whatever `fn` throws
+   */
+  function txAsync<T>(fn: () => T): Promise<T> {
+    return whenLocked(() => tx(fn));
+  }
+
+  /**
+   * `writeAsync(write)`: a repository's own short write (it opens its own transaction — often a relaxed one, like
+   * the webhook dispatcher's claims and outcomes, which must not become a synchronous=FULL commit with an fsync each)
+   * on the main thread, waiting for the write lock as `txAsync` does. Inside an open batch (sessions on the main
+   * thread) it joins the batch, as `withWriteLock` does.
+   * @throws Error with code SQLITE_BUSY after `asyncWriteWaitMs` (nothing was written); whatever `write` throws
+   */
+  function writeAsync<T>(write: () => T): Promise<T> {
+    return whenLocked(write);
+  }
+
+  /** Runs `fn` synchronously holding the threads' write lock, waiting for it and for SQLite's without blocking. */
+  async function whenLocked<T>(fn: () => T): Promise<T> {
+    const deadline = Date.now() + asyncWriteWaitMs;
+    const run = () => {
+      heldAhead = true;
+      try {
+        return fn();
+      } finally {
+        heldAhead = false;
+      }
+    };
+    for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+      try {
+        return writeLock?.runLocked ? await writeLock.runLocked(run, deadline) : fn();
+      } catch (err) {
+        // BUSY at BEGIN IMMEDIATE: fn has not run, nothing was written; anything else is the caller's.
+        if (!isBusyError(err) || Date.now() + pause >= deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 
@@ -509,6 +560,8 @@ export function createStore(db: Db, opts: StoreOptions = {}) {
     /** Idempotency keys of send and operation requests (idempotency.ts). */
     idempotency: idempotencyRepo(db, withWriteLock),
     tx,
+    txAsync,
+    writeAsync,
     ingest,
     begin,
     beforeCommit,

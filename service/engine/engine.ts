@@ -128,7 +128,8 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
     const session = sessions.get(connectionId);
     sessions.delete(connectionId);
     if (session) await session.stop({ logout: o.logout });
-    else if (o.logout) store.authState.clear(connectionId);
+    // txAsync: with session threads this runs on the main thread for a connection none of them runs (it must not block).
+    else if (o.logout) await store.txAsync(() => store.authState.clear(connectionId));
   }
 
   /** The online session of a connection, or a 409 explaining why it cannot act now (507 while storage is down). */
@@ -463,7 +464,7 @@ export function createEngine(opts: EngineOptions): Engine & { session(connection
         // Deleting must succeed locally even when the phone cannot be told (offline, already unlinked).
         logger.warn({ err, connectionId }, 'logout during delete failed; deleting anyway');
       }
-      store.tx(() => {
+      await store.txAsync(() => {
         const row = store.connections.get(connectionId);
         if (!row || row.status === 'stopped') return;
         store.connections.setStatus(connectionId, 'stopped', 'deleted');

@@ -6,8 +6,12 @@
  *   SQLite file. A connection is assigned to the thread running the fewest when it starts, and moves to the least
  *   busy thread on `restart`.
  * - Calls for an assigned connection are posted to its thread and answered from there (errors keep their status
- *   code). Calls for a connection no thread runs go to a local engine without sessions, which answers exactly as
- *   the in-process engine does for a connection that is not running (409 not online, media already on disk…).
+ *   code): typed calls of SessionRpc (worker-protocol.ts, rpc.ts), each with a deadline (`callTimeoutMs`; past it
+ *   the call fails with 502, outcome unknown). Calls for a connection no thread runs go to a local engine without
+ *   sessions, which answers exactly as the in-process engine does for a connection that is not running (409 not
+ *   online, media already on disk…).
+ * - A watchdog stops a thread that holds the write lock while its heartbeat is silent (docs/architecture.md
+ *   § Threads and the write lock); it then recovers as a thread that died.
  * - The synchronous getters (`liveStatus`, `currentQr`, `storageUnavailable`) read the state the threads
  *   report with every batch of events, every reply, and at least every 200 ms when it changed.
  * - Committed events come from the threads after their commit is synced; they are published on the main thread's
@@ -24,7 +28,8 @@ import type { Resolver } from '../net/outbound.ts';
 import { notFound, OutcomeUnknownError, ServiceError } from '../errors.ts';
 import { createEngine, startActive } from './engine.ts';
 import type { Engine, EngineOptions } from './types.ts';
-import type { FromWorker, SerializedError, SessionState, SessionWorkerData, ToWorker } from './worker-protocol.ts';
+import { RpcClient, serveRpc, type RpcHandlers, type RpcParams, type RpcResult, type SerializedError } from './rpc.ts';
+import { SESSION_RPC_METHODS, type FromWorker, type MainRpc, type SessionRpc, type SessionState, type SessionWorkerData, type ToWorker } from './worker-protocol.ts';
 
 export interface ThreadEngineOptions extends EngineOptions {
   /** Number of session threads (≥ 1). */
@@ -40,6 +45,15 @@ export interface ThreadEngineOptions extends EngineOptions {
   allowLanWebhooks: () => boolean;
   /** Called when a thread's commit wrote `pending` webhook outbox rows (the dispatcher's wake-up). */
   onOutbox?: () => void;
+  /** Enables SessionThreads.testHoldWriteLock (tests only; `serve` never sets it). */
+  testHooks?: boolean;
+  /**
+   * How long a call to a session thread may take before it fails with 502 (outcome unknown), in ms (CALL_TIMEOUT_MS):
+   * longer than the slowest call (a send whose `url` is fetched, then uploaded and acknowledged).
+   */
+  callTimeoutMs?: number;
+  /** The watchdog's bounds (WATCHDOG_CHECK_MS, WATCHDOG_STALL_MS; see `watchdog` below). */
+  watchdog?: { checkMs?: number; stallMs?: number };
 }
 
 /** The pool as operators and tests see it. */
@@ -55,6 +69,11 @@ export interface SessionThreads {
    * the service itself) and the public base URL Messages' `media.url` is built from.
    */
   configure(c: { ownPort?: number; mediaBase?: string }): void;
+  /**
+   * Test only (ThreadEngineOptions.testHooks): the thread of slot `index` holds the write lock in a transaction for
+   * `ms` with its event loop stopped; resolves once it holds it. @throws without testHooks
+   */
+  testHoldWriteLock(index: number, ms: number): Promise<void>;
 }
 
 /** Runs in each new thread: loads the worker module (through tsx when running from the TypeScript sources). */
@@ -71,8 +90,12 @@ const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fa
 
 /** How often the main thread tells the threads whether the data dir has room (storageHasRoom). */
 const ROOM_POLL_MS = 500;
-/** Engine methods the pool handles itself; every other method is routed by its first argument, the connection id. */
-const OWN = new Set(['start', 'startAll', 'restart', 'stop', 'liveStatus', 'storageUnavailable', 'currentQr', 'close', 'session']);
+/** Default deadline of a call to a session thread (ThreadEngineOptions.callTimeoutMs). */
+const CALL_TIMEOUT_MS = 180_000;
+/** How often the main thread's watchdog looks at the write lock and the threads' heartbeats. */
+const WATCHDOG_CHECK_MS = 1_000;
+/** A thread holding the write lock whose heartbeat has not moved for this long is stopped (and replaced). */
+const WATCHDOG_STALL_MS = 5_000;
 
 interface Slot {
   index: number;
@@ -80,19 +103,18 @@ interface Slot {
   /** The worker's threadId (`worker.threadId` reads -1 once it stopped). */
   threadId: number;
   connections: Set<string>;
-  calls: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
+  /** Its calls (SessionRpc), each with a deadline. */
+  rpc: RpcClient<SessionRpc>;
+  /** Int32Array: [0] is bumped by the thread every HEARTBEAT_MS (session-worker.ts) while its event loop turns. */
+  heartbeat: Int32Array;
+  /** The heartbeat's value when the watchdog last saw it move, and when (performance.now()). */
+  lastBeat: number;
+  lastBeatAt: number;
+  /** Set once the watchdog stopped it. */
+  stopped: boolean;
   storageDown: boolean;
   /** Whether its module loaded (a thread that dies before is not a crash to recover from at once). */
   ready: boolean;
-}
-
-function serializeError(err: unknown): SerializedError {
-  const e = err as { message?: unknown; name?: unknown; code?: unknown } | null;
-  return {
-    message: typeof e?.message === 'string' ? e.message : String(err),
-    name: typeof e?.name === 'string' ? e.name : 'Error',
-    ...(typeof e?.code === 'string' && { code: e.code }),
-  };
 }
 
 function errorOf(e: SerializedError): Error {
@@ -108,6 +130,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   const log = logger.child({ component: 'engine' });
   /** Answers for connections no thread runs (see above); it never starts a session. */
   const local = createEngine(opts);
+  /** The same calls on the local engine (tsc checks that it answers each of SessionRpc). */
+  const localCalls: RpcHandlers<SessionRpc> = local;
   const room = new SharedArrayBuffer(8);
   const roomFlag = new Int32Array(room);
   const updateRoom = () => {
@@ -126,7 +150,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   syncClock();
   // The thread's composition root sits beside service/index.ts (it wires the store, the event log and the outbox).
   const entry = new URL(`../session-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
-  const baseData: Omit<SessionWorkerData, 'thread'> = {
+  const baseData: Omit<SessionWorkerData, 'thread' | 'heartbeat'> = {
     entry,
     dataDir: opts.dataDir,
     mediaDir: opts.mediaDir,
@@ -147,6 +171,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     writeLock: opts.writeLock,
     ...(opts.resolve && { resolveOnMain: true }),
     ...(clock && { clockOffset: clock }),
+    ...(opts.testHooks && { testHooks: true }),
   };
 
   // ---- events in seq order (events/log.ts orderAcrossWriters) --------------------------------------------
@@ -172,8 +197,16 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   const slots: Slot[] = [];
   const assigned = new Map<string, Slot>();
   const states = new Map<string, SessionState>();
-  let nextCall = 1;
   let closing = false;
+  const callTimeoutMs = opts.callTimeoutMs ?? CALL_TIMEOUT_MS;
+  /** What the main thread answers to the threads' calls (MainRpc). */
+  const mainHandlers: RpcHandlers<MainRpc> = {
+    async resolve(hostname) {
+      if (!opts.resolve) throw new Error('no resolver on the main thread');
+      const addresses = await opts.resolve(hostname);
+      return addresses.map((a) => ({ address: a.address, family: a.family }));
+    },
+  };
   /** What `configure` was told, sent again to threads that replace a dead one. */
   const shared: { ownPort?: number; mediaBase?: string } = { mediaBase: store.mediaUrls.base };
 
@@ -187,8 +220,29 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   };
 
   function spawn(index: number): Slot {
-    const worker = new Worker(BOOT, { eval: true, workerData: { ...baseData, thread: index }, name: `session-worker-${index}` });
-    const slot: Slot = { index, worker, threadId: worker.threadId, connections: new Set(), calls: new Map(), storageDown: false, ready: false };
+    const heartbeat = new SharedArrayBuffer(4);
+    const data: SessionWorkerData = { ...baseData, thread: index, heartbeat };
+    const worker = new Worker(BOOT, { eval: true, workerData: data, name: `session-worker-${index}` });
+    const rpc = new RpcClient<SessionRpc>({
+      post: (request) => worker.postMessage({ type: 'call', request } satisfies ToWorker),
+      defaultTimeoutMs: callTimeoutMs,
+      timeoutError: (method, ms) =>
+        new OutcomeUnknownError(`The connection's session thread did not answer ${method} within ${Math.round(ms / 1000)} s; its outcome is unknown`),
+      errorOf,
+    });
+    const slot: Slot = {
+      index,
+      worker,
+      threadId: worker.threadId,
+      connections: new Set(),
+      rpc,
+      heartbeat: new Int32Array(heartbeat),
+      lastBeat: 0,
+      lastBeatAt: performance.now(),
+      stopped: false,
+      storageDown: false,
+      ready: false,
+    };
     worker.postMessage({ type: 'config', ...shared } satisfies ToWorker);
     worker.on('message', (m: FromWorker) => {
       switch (m.type) {
@@ -198,10 +252,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
         case 'reply': {
           applyStates(slot, m.states);
           slot.storageDown = m.storageDown;
-          const call = slot.calls.get(m.id);
-          slot.calls.delete(m.id);
-          if (m.ok) call?.resolve(m.value);
-          else call?.reject(errorOf(m.error));
+          slot.rpc.settle(m.reply);
           return;
         }
         case 'events':
@@ -215,11 +266,8 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
         case 'log':
           relayLog(m.line);
           return;
-        case 'resolve':
-          opts.resolve!(m.hostname).then(
-            (addresses) => worker.postMessage({ type: 'resolved', id: m.id, addresses: addresses.map((a) => ({ address: a.address, family: a.family })) } satisfies ToWorker),
-            (err: unknown) => worker.postMessage({ type: 'resolved', id: m.id, error: serializeError(err) } satisfies ToWorker),
-          );
+        case 'call':
+          void serveRpc(mainHandlers, m.request).then((reply) => worker.postMessage({ type: 'answer', reply } satisfies ToWorker));
           return;
         case 'startFailed':
           log.error({ connectionId: m.connectionId, err: errorOf(m.error), thread: index }, 'failed to start session');
@@ -238,10 +286,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
   function onExit(slot: Slot, code: number): void {
     // A thread that died inside a transaction: SQLite rolled it back when the thread's connection closed.
     if (WriteLock.releaseHeldBy(opts.writeLock, slot.threadId)) log.warn({ thread: slot.index }, 'released the write lock of an exited session thread');
-    for (const call of slot.calls.values()) {
-      call.reject(new OutcomeUnknownError("The connection's session thread stopped during the request; its outcome is unknown"));
-    }
-    slot.calls.clear();
+    slot.rpc.failAll(() => new OutcomeUnknownError("The connection's session thread stopped during the request; its outcome is unknown"));
     if (closing || slots[slot.index] !== slot) return;
     const moved = [...slot.connections];
     log.error({ thread: slot.index, code, connections: moved.length }, 'session worker thread exited; restarting its connections on the pool');
@@ -279,14 +324,11 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
 
   const send = (slot: Slot, m: ToWorker) => slot.worker.postMessage(m);
 
-  function call<T>(slot: Slot, method: string, args: unknown[]): Promise<T> {
-    const id = nextCall++;
-    return new Promise<T>((resolve, reject) => {
-      slot.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      syncClock();
-      updateRoom();
-      send(slot, { type: 'call', id, method, args });
-    });
+  /** Calls `method` of SessionRpc on `slot`'s thread, with the call's deadline (callTimeoutMs). */
+  function call<K extends keyof SessionRpc>(slot: Slot, method: K, params: RpcParams<SessionRpc, K>): Promise<RpcResult<SessionRpc, K>> {
+    syncClock();
+    updateRoom();
+    return slot.rpc.call(method, params);
   }
 
   const leastBusy = () => slots.reduce((a, b) => (b.connections.size < a.connections.size ? b : a));
@@ -317,17 +359,50 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
 
   for (let i = 0; i < Math.max(1, opts.workers); i++) slots.push(spawn(i));
 
-  const routed: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(local)) {
-    if (OWN.has(name) || typeof fn !== 'function') continue;
-    routed[name] = (connectionId: string, ...rest: unknown[]) => {
-      const slot = assigned.get(connectionId);
-      return slot ? call(slot, name, [connectionId, ...rest]) : (fn as (...a: unknown[]) => unknown)(connectionId, ...rest);
+  // ---- the watchdog --------------------------------------------------------------------------------------
+  // The lock word names its holder (write-lock.ts); a session thread whose heartbeat stopped while it holds the lock
+  // would keep every writer waiting (the main thread's writes answer 503 meanwhile). It is stopped, which frees the
+  // lock (onExit), and its connections start again on a new thread, as after a crash: what it had not committed was
+  // not acknowledged (docs/architecture.md § Threads and the write lock).
+  const stallMs = opts.watchdog?.stallMs ?? WATCHDOG_STALL_MS;
+  const watchdog = setInterval(() => {
+    if (closing) return;
+    const now = performance.now();
+    const holder = WriteLock.holderOf(opts.writeLock);
+    for (const slot of slots) {
+      const beat = Atomics.load(slot.heartbeat, 0);
+      if (beat !== slot.lastBeat) {
+        slot.lastBeat = beat;
+        slot.lastBeatAt = now;
+        continue;
+      }
+      const silentMs = now - slot.lastBeatAt;
+      if (holder !== slot.threadId || slot.stopped || silentMs < stallMs) continue;
+      slot.stopped = true;
+      log.error(
+        { thread: slot.index, threadId: slot.threadId, silentMs: Math.round(silentMs), connections: [...slot.connections] },
+        'session thread stopped answering while holding the write lock; stopping it (its connections start again on the pool)',
+      );
+      void slot.worker.terminate();
+    }
+  }, opts.watchdog?.checkMs ?? WATCHDOG_CHECK_MS);
+  watchdog.unref();
+
+  /**
+   * Engine method `name` of SessionRpc: posted to the thread that runs the connection (its first parameter), or
+   * answered by the local engine when none does.
+   */
+  function routed<K extends keyof SessionRpc>(name: K): (...params: RpcParams<SessionRpc, K>) => Promise<RpcResult<SessionRpc, K>> {
+    return (...params) => {
+      const slot = assigned.get(params[0] as string);
+      return slot ? call(slot, name, params) : Promise.resolve(localCalls[name](...params));
     };
   }
+  const routedCalls = Object.fromEntries(SESSION_RPC_METHODS.map((name) => [name, routed(name)])) as unknown as SessionRpc;
 
   const engine: Engine = {
-    ...(routed as unknown as Engine),
+    ...routedCalls,
+    onContactsUpdate: local.onContactsUpdate,
     start,
     startAll() {
       startActive(store, start, log);
@@ -347,6 +422,7 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     async close() {
       closing = true;
       clearInterval(roomTimer);
+      clearInterval(watchdog);
       await Promise.all(
         slots.map(
           (slot) =>
@@ -375,6 +451,19 @@ export function createThreadEngine(opts: ThreadEngineOptions): Engine & { thread
     configure(c) {
       Object.assign(shared, c);
       for (const slot of slots) send(slot, { type: 'config', ...c });
+    },
+    testHoldWriteLock(index, ms) {
+      const slot = slots[index];
+      if (!opts.testHooks || !slot) return Promise.reject(new Error('testHoldWriteLock needs ThreadEngineOptions.testHooks and a slot'));
+      return new Promise<void>((resolve) => {
+        const holding = (m: FromWorker) => {
+          if (m.type !== 'testHolding') return;
+          slot.worker.off('message', holding);
+          resolve();
+        };
+        slot.worker.on('message', holding);
+        send(slot, { type: 'testHoldWriteLock', ms });
+      });
     },
   };
   return Object.assign(engine, { threads });

@@ -17,7 +17,7 @@ export interface Retention {
 }
 
 export function startRetention(opts: {
-  store: Pick<Store, 'events' | 'deliveries' | 'idempotency'>;
+  store: Pick<Store, 'events' | 'deliveries' | 'idempotency' | 'txAsync'>;
   logger: Pick<Logger, 'info' | 'error'>;
   days?: number;
   intervalMs?: number;
@@ -32,12 +32,9 @@ export function startRetention(opts: {
     if (idempotencyKeys) opts.logger.info({ idempotencyKeys }, 'pruned expired idempotency keys');
     return { events, deliveries, idempotencyKeys };
   };
+  // On the main thread: waits for the write lock without blocking (store.ts txAsync); a busy lock skips a round.
   const run = () => {
-    try {
-      pruneNow();
-    } catch (err) {
-      opts.logger.error({ err }, 'event log prune failed');
-    }
+    opts.store.txAsync(() => pruneNow()).catch((err: unknown) => opts.logger.error({ err }, 'event log prune failed'));
   };
   const first = setTimeout(run, 60_000);
   const timer = setInterval(run, opts.intervalMs ?? 3_600_000);

@@ -87,6 +87,9 @@ export class WebhookDispatcher implements OutboxDrain {
   #outcomes: DeliveryOutcome[] = [];
   #flushScheduled = false;
   #pumpScheduled = false;
+  /** A pump waits for the write lock (store.txAsync); a wake meanwhile pumps again once it is done. */
+  #pumping: Promise<void> | undefined;
+  #pumpAgain = false;
   #drainScheduled = false;
   /** The table may hold rows due now that are not claimed yet (at boot, after pending rows, retries, releases). */
   #backlog = true;
@@ -139,7 +142,7 @@ export class WebhookDispatcher implements OutboxDrain {
       const lane = this.#lane(d.webhookId);
       lane.reserved = Math.max(0, lane.reserved - 1);
       if (this.#running) lane.queue.push(d);
-      else this.#store.deliveries.complete([{ id: d.id, kind: 'release' }]);
+      else void this.#complete([{ id: d.id, kind: 'release' }]);
     }
     if (this.#running && !this.#drainScheduled) {
       // Not from inside the committer's call stack: it may be an API request waiting for its commit.
@@ -159,12 +162,21 @@ export class WebhookDispatcher implements OutboxDrain {
     }
   }
 
-  /** Recovers rows of a crashed run and starts draining. */
-  start(): void {
+  /**
+   * Recovers rows of a crashed run and starts draining: claims begin once the recovery committed (it waits for the
+   * write lock without blocking the main thread, store.ts txAsync); resolves then.
+   */
+  async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
-    const { requeued, failed } = this.#store.deliveries.requeue({ all: true, maxAttempts: this.maxAttempts });
-    if (requeued || failed) this.#log.info({ requeued, failed }, 'webhook deliveries recovered after restart');
+    try {
+      const { requeued, failed } = await this.#store.txAsync(() => this.#store.deliveries.requeue({ all: true, maxAttempts: this.maxAttempts }));
+      if (requeued || failed) this.#log.info({ requeued, failed }, 'webhook deliveries recovered after restart');
+    } catch (err) {
+      // The rows stay `delivering` until their lease expires; the lease sweep requeues them then.
+      this.#log.error({ err }, 'recovering webhook deliveries after restart failed');
+    }
+    if (!this.#running) return;
     this.#outbox.attach(this);
     this.#sweep = setInterval(() => this.#sweepLeases(), 60_000);
     this.#sweep.unref();
@@ -183,7 +195,7 @@ export class WebhookDispatcher implements OutboxDrain {
     this.#pumpScheduled = true;
     setImmediate(() => {
       this.#pumpScheduled = false;
-      this.#pump();
+      void this.#pump();
     });
   }
 
@@ -200,6 +212,8 @@ export class WebhookDispatcher implements OutboxDrain {
     this.#running = false;
     clearTimeout(this.#timer);
     clearInterval(this.#sweep);
+    // A claim waiting for the write lock: its rows are released (pumpOnce sees the dispatcher stopped).
+    await this.#pumping?.catch(() => undefined);
     for (const lane of this.#lanes.values()) {
       for (const d of lane.queue.splice(0)) this.#outcomes.push({ id: d.id, kind: 'release' });
     }
@@ -212,7 +226,7 @@ export class WebhookDispatcher implements OutboxDrain {
         });
       });
     }
-    this.#flush();
+    await this.#flush();
     await Promise.all([...this.#agents.values()].map(({ agent }) => agent.destroy().catch(() => undefined)));
     this.#agents.clear();
   }
@@ -223,20 +237,45 @@ export class WebhookDispatcher implements OutboxDrain {
     return lane;
   }
 
-  #pump(): void {
+  async #pump(): Promise<void> {
     if (!this.#running) return;
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
     clearTimeout(this.#timer);
+    this.#pumping = this.#pumpOnce();
+    try {
+      await this.#pumping;
+    } finally {
+      this.#pumping = undefined;
+    }
+    if (this.#pumpAgain) {
+      this.#pumpAgain = false;
+      this.wake();
+    }
+  }
+
+  async #pumpOnce(): Promise<void> {
     const now = Date.now();
     const want = new Map<string, number>();
-    let active: string[];
+    let active: string[] = [];
     try {
-      active = this.#store.webhooks.activeIds();
-      for (const id of active) {
-        const lane = this.#lanes.get(id);
-        const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight + lane.reserved : 0);
-        if (room > 0) want.set(id, room);
+      // The claim waits for the write lock without blocking the main thread (store.ts writeAsync; the claim is its
+      // own relaxed transaction); the room of each lane is counted in the same synchronous step.
+      const claimed = await this.#store.writeAsync(() => {
+        active = this.#store.webhooks.activeIds();
+        for (const id of active) {
+          const lane = this.#lanes.get(id);
+          const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight + lane.reserved : 0);
+          if (room > 0) want.set(id, room);
+        }
+        return want.size ? this.#store.deliveries.claim(want, Date.now(), Date.now() + this.#o.leaseMs) : [];
+      });
+      if (!this.#running) {
+        for (const d of claimed) this.#outcomes.push({ id: d.id, kind: 'release' });
+        return;
       }
-      const claimed = want.size ? this.#store.deliveries.claim(want, now, now + this.#o.leaseMs) : [];
       if (claimed.length) this.stats.claims++;
       const got = new Map<string, number>();
       for (const d of claimed) {
@@ -247,7 +286,7 @@ export class WebhookDispatcher implements OutboxDrain {
       this.#backlog = active.some((id) => !want.has(id) || (got.get(id) ?? 0) >= want.get(id)!);
     } catch (err) {
       this.#log.error({ err }, 'webhook claim failed');
-      this.#timer = setTimeout(() => this.#pump(), this.#o.pollMs);
+      this.#timer = setTimeout(() => void this.#pump(), this.#o.pollMs);
       return;
     }
     for (const id of this.#lanes.keys()) this.#drain(id);
@@ -258,7 +297,7 @@ export class WebhookDispatcher implements OutboxDrain {
       const t = this.#store.deliveries.nextDue(id);
       if (t !== undefined && t < next) next = t;
     }
-    this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - Date.now()));
+    this.#timer = setTimeout(() => void this.#pump(), Math.max(0, next - Date.now()));
   }
 
   #drain(webhookId: string): void {
@@ -289,25 +328,31 @@ export class WebhookDispatcher implements OutboxDrain {
     else if (outcome.kind === 'retry') this.stats.retried++;
     else if (outcome.kind === 'failed') this.stats.failed++;
     // Batch outcomes: one transaction per FLUSH_MS (each commit is an fsync with synchronous=FULL).
-    if (this.#outcomes.length >= 512) this.#flush();
+    if (this.#outcomes.length >= 512) void this.#flush();
     else if (!this.#flushScheduled) {
       this.#flushScheduled = true;
-      setTimeout(() => this.#flush(), FLUSH_MS);
+      setTimeout(() => void this.#flush(), FLUSH_MS);
     }
   }
 
-  #flush(): void {
+  /** Records outcomes (waiting for the write lock without blocking: store.ts writeAsync); never throws. */
+  async #complete(batch: DeliveryOutcome[]): Promise<void> {
+    if (batch.length === 0) return;
+    try {
+      await this.#store.writeAsync(() => this.#store.deliveries.complete(batch));
+    } catch (err) {
+      // The rows stay `delivering`; the lease sweep or the next boot sends them again.
+      this.#log.error({ err, count: batch.length }, 'recording webhook outcomes failed');
+    }
+  }
+
+  async #flush(): Promise<void> {
     this.#flushScheduled = false;
     const batch = this.#outcomes;
     if (batch.length === 0) return;
     this.#outcomes = [];
     if (batch.some((o) => o.kind === 'retry' || o.kind === 'release')) this.#backlog = true;
-    try {
-      this.#store.deliveries.complete(batch);
-    } catch (err) {
-      // The rows stay `delivering`; the lease sweep or the next boot sends them again.
-      this.#log.error({ err, count: batch.length }, 'recording webhook outcomes failed');
-    }
+    await this.#complete(batch);
     // Claim more from the table only when it may hold some and a lane ran low; a pump also re-arms the timer for
     // retries just scheduled.
     const low = this.#o.perWebhookQueue / 2;
@@ -381,7 +426,7 @@ export class WebhookDispatcher implements OutboxDrain {
       response = await readSnippet(res.body);
       if (status >= 200 && status < 300) return { id: d.id, kind: 'delivered', status, response };
       if (status === 410) {
-        this.#store.atomic(() => this.#store.webhooks.update(d.webhookId, { active: false, disabledReason: 'Consumer answered 410 Gone' }));
+        await this.#store.txAsync(() => this.#store.webhooks.update(d.webhookId, { active: false, disabledReason: 'Consumer answered 410 Gone' }));
         this.#log.warn({ webhookId: d.webhookId }, 'webhook deactivated: consumer answered 410 Gone');
         return { id: d.id, kind: 'failed', status, error: 'HTTP 410 Gone: webhook deactivated', response };
       }
@@ -406,13 +451,13 @@ export class WebhookDispatcher implements OutboxDrain {
 
   #sweepLeases(): void {
     for (const id of this.#agents.keys()) if (!this.#store.webhooks.getCached(id)) this.deleted(id);
-    try {
-      const r = this.#store.deliveries.requeue({ all: false, maxAttempts: this.maxAttempts });
-      if (r.requeued || r.failed) this.#log.warn(r, 'webhook deliveries with expired leases requeued');
-      if (r.requeued) this.wake();
-    } catch (err) {
-      this.#log.error({ err }, 'webhook lease sweep failed');
-    }
+    this.#store.txAsync(() => this.#store.deliveries.requeue({ all: false, maxAttempts: this.maxAttempts })).then(
+      (r) => {
+        if (r.requeued || r.failed) this.#log.warn(r, 'webhook deliveries with expired leases requeued');
+        if (r.requeued) this.wake();
+      },
+      (err: unknown) => this.#log.error({ err }, 'webhook lease sweep failed'),
+    );
   }
 }
 

@@ -28,7 +28,7 @@ const service = await startService(
   },
   { logger: createLogger('silent'), settingsSources: { flags: {}, env: {} } },
 );
-const token = service.issueOwnerToken('test');
+const token = await service.issueOwnerToken('test');
 const call = async (method: string, body?: unknown) => {
   const res = await fetch(`${service.apiUrl}/settings`, {
     method,
@@ -57,7 +57,7 @@ const again = await startService({ ...next, port: 0, waUrl: 'ws://127.0.0.1:9/ws
   logger: createLogger('silent'),
   settingsSources: { flags: {}, env: {} },
 });
-const token2 = again.issueOwnerToken('test2');
+const token2 = await again.issueOwnerToken('test2');
 const cleared = await fetch(`${again.apiUrl}/settings`, {
   method: 'PATCH',
   headers: { authorization: `Bearer ${token2}`, 'content-type': 'application/json' },

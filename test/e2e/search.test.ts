@@ -161,7 +161,7 @@ describe('search, surroundings and export through the sandbox', () => {
     expect(all.status).toBe(200);
     expect(all.body.results.map((r: Json) => [r.connectionId, r.message.id])).toEqual([[id, received.invoice]]);
 
-    const bob = s.service.issueLocalToken('bob', 'search-test');
+    const bob = await s.service.issueLocalToken('bob', 'search-test');
     const asBob = (route: string) => fetch(`${s.apiUrl}${route}`, { headers: { authorization: `Bearer ${bob}` } });
     const forbidden = await asBob(`/connections/${id}/search?q=invoice`);
     expect(forbidden.status).toBe(403);

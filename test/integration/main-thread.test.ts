@@ -352,8 +352,8 @@ describe('a write while another connection holds the database write lock', () =>
   });
 
   it('answers 503 with retry-after within the main thread’s wait, changes nothing, and reads still answer', async () => {
-    const token = service.issueLocalToken('alice', 'test');
-    const unused = service.issueLocalToken('alice', 'first used while locked');
+    const token = await service.issueLocalToken('alice', 'test');
+    const unused = await service.issueLocalToken('alice', 'first used while locked');
     const call = (method: string, route: string, body?: unknown, bearer = token) =>
       fetch(`${service.apiUrl}${route}`, {
         method,

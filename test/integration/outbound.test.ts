@@ -98,7 +98,7 @@ describe('a connection pool per webhook', () => {
       totalTimeoutMs: 120_000,
       pollMs: 100,
     });
-    dispatcher.start();
+    await dispatcher.start();
   });
 
   afterAll(async () => {

@@ -94,14 +94,14 @@ describe('the settings in the running service', { timeout: 60_000 }, () => {
     fs.writeFileSync(path.join(c.dataDir, 'settings.json'), JSON.stringify({ port: 7600 }));
     const service = await startService(c, { logger: capturedLogger().logger, pinnedPort: 0, openKeychain: null });
     running.push(service);
-    const res = await fetch(`${service.apiUrl}/settings`, { headers: { authorization: `Bearer ${service.issueOwnerToken('t')}` } });
+    const res = await fetch(`${service.apiUrl}/settings`, { headers: { authorization: `Bearer ${await service.issueOwnerToken('t')}` } });
     expect(await res.json()).toMatchObject({ restartRequired: ['port'], settings: { port: { value: 7600, source: 'file' } } });
   });
 
   it("allowLanWebhooks saved by the owner applies at once to webhook URLs, and the owner's token is the desktop's", async () => {
     const service = await startService(config(0), { logger: capturedLogger().logger, openKeychain: null });
     running.push(service);
-    const token = service.issueOwnerToken('desktop'); // a fresh data dir: creates the local user `operator`
+    const token = await service.issueOwnerToken('desktop'); // a fresh data dir: creates the local user `operator`
     const call = async (method: string, route: string, body?: unknown) => {
       const res = await fetch(`${service.apiUrl}${route}`, {
         method,
@@ -122,8 +122,8 @@ describe('the settings in the running service', { timeout: 60_000 }, () => {
     expect((await call('POST', `/connections/${connection.id as string}/webhooks`, hook)).status).toBe(201);
 
     // A second local user is not the owner.
-    expect(service.issueOwnerToken('again')).not.toBe(token);
-    const other = service.issueLocalToken('someone-else', 'x');
+    expect(await service.issueOwnerToken('again')).not.toBe(token);
+    const other = await service.issueLocalToken('someone-else', 'x');
     const res = await fetch(`${service.apiUrl}/settings`, { headers: { authorization: `Bearer ${other}` } });
     expect(res.status).toBe(403);
   });

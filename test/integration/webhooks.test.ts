@@ -57,7 +57,7 @@ describe('webhooks (in-process API + dispatcher)', () => {
       retryDelaysMs: [0, 50, 100, 200, 400],
       pollMs: 100,
     });
-    dispatcher.start();
+    await dispatcher.start();
     alice = api.user('alice');
     bob = api.user('bob');
     conn = api.connection(alice.id, 'online');

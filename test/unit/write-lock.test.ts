@@ -4,7 +4,9 @@
  * (up to 100 ms a step) with its event loop stopped: the webhook dispatcher's claims and outcomes did, and webhook
  * deliveries lagged by up to a second (docs/scaling.md). Here a real worker thread holds the lock (only the lock, not
  * SQLite's: a write that skips the lock would go through at once) and the test sees each write wait for it, and a
- * bounded wait (the main thread's) give up with SQLITE_BUSY, having written nothing.
+ * bounded wait give up with SQLITE_BUSY, having written nothing. The main thread's lock never blocks
+ * (docs/architecture.md § Threads and the write lock): `acquire` only tries, and `txAsync` waits with
+ * `Atomics.waitAsync` while the event loop keeps turning.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -97,4 +99,45 @@ describe('write lock', () => {
       await holder.terminate();
     });
   }
+
+  describe("the main thread's lock (blocking: false)", () => {
+    it('acquire only tries: SQLITE_BUSY at once while another thread holds the lock', async () => {
+      const buffer = new SharedArrayBuffer(4);
+      const lock = new WriteLock(buffer, undefined, { blocking: false });
+      const holder = await holdLockInAnotherThread(buffer);
+      const started = performance.now();
+      expect(() => lock.acquire()).toThrow(expect.objectContaining({ code: 'SQLITE_BUSY' }));
+      expect(performance.now() - started).toBeLessThan(HOLD_MS / 3);
+      expect(WriteLock.holderOf(buffer)).toBe(holder.threadId);
+      await holder.terminate();
+    });
+
+    it('txAsync waits for the lock with the event loop turning, then writes', async () => {
+      const buffer = new SharedArrayBuffer(4);
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-lock-'));
+      const s = (store = openStore(dir, { writeLock: new WriteLock(buffer, undefined, { blocking: false }), busyTimeoutMs: 0 }));
+      const holder = await holdLockInAnotherThread(buffer);
+      const ticks: number[] = [];
+      const timer = setInterval(() => ticks.push(performance.now()), 10);
+      const started = performance.now();
+      const user = await s.txAsync(() => s.users.ensure('u'));
+      clearInterval(timer);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(HOLD_MS * 0.8);
+      expect(ticks.length).toBeGreaterThanOrEqual(HOLD_MS / 10 / 2);
+      expect(s.users.list().map((u) => u.id)).toEqual([user.id]);
+      expect(WriteLock.holderOf(buffer)).toBeUndefined();
+      await holder.terminate();
+    });
+
+    it('txAsync gives up with SQLITE_BUSY after asyncWriteWaitMs; the write wrote nothing', async () => {
+      const buffer = new SharedArrayBuffer(4);
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-lock-'));
+      const s = (store = openStore(dir, { writeLock: new WriteLock(buffer, undefined, { blocking: false }), busyTimeoutMs: 0, asyncWriteWaitMs: HOLD_MS / 3 }));
+      const holder = await holdLockInAnotherThread(buffer);
+      const error = await s.txAsync(() => s.users.ensure('u')).catch((err: unknown) => err);
+      expect(isBusyError(error)).toBe(true);
+      await holder.terminate();
+      expect(s.users.list()).toEqual([]);
+    });
+  });
 });

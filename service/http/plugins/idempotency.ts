@@ -142,7 +142,7 @@ export function requestFingerprint(route: string, request: Pick<FastifyRequest, 
  * schema, the 409/422 answers and the hooks above. Register it after the connection scope (its hook runs first and
  * resolves `request.connection`) and before the OpenAPI generator (so the document shows the header).
  */
-export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx' | 'idempotency' | 'messages'>): void {
+export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'txAsync' | 'idempotency' | 'messages'>): void {
   app.decorateRequest('idempotency', undefined);
   /** Keys whose request runs in this process now (one process serves a data dir: data-dir-lock.ts). */
   const inFlight = new Set<string>();
@@ -171,7 +171,10 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
       const routeName = `${request.method} ${request.routeOptions.url ?? route.url}`;
       const fingerprint = requestFingerprint(routeName, request);
       const now = Date.now();
-      const decision = store.tx(() => {
+      // The key is marked in flight inside the deciding transaction: the main thread waits for the write lock
+      // asynchronously (store.txAsync), so another request with the same key may decide right after this one.
+      let marked = false;
+      const decide = () => {
         const row = store.idempotency.get(ref);
         if (!row || Date.parse(row.createdAt) <= now - IDEMPOTENCY_TTL_MS) {
           store.idempotency.reserve(ref, { fingerprint, route: routeName, createdAt: new Date(now).toISOString() });
@@ -179,11 +182,25 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
         }
         if (row.fingerprint !== fingerprint) return { kind: 'mismatch', route: row.route } as const;
         if (row.answer) return { kind: 'replay', answer: row.answer } as const;
-        if (inFlight.has(id)) return { kind: 'busy' } as const;
+        if (inFlight.has(id) && !marked) return { kind: 'busy' } as const;
         // Pending, and no request of this process runs it: the attempt that reserved it ended without a final answer.
         if (mode === 'operation') return { kind: 'unknown' } as const;
         return row.messageId ? ({ kind: 'recover', messageId: row.messageId } as const) : ({ kind: 'run' } as const);
-      });
+      };
+      let decision: ReturnType<typeof decide>;
+      try {
+        decision = await store.txAsync(() => {
+          const d = decide();
+          if (d.kind === 'run' || d.kind === 'recover' || d.kind === 'unknown') {
+            inFlight.add(id);
+            marked = true;
+          }
+          return d;
+        });
+      } catch (err) {
+        if (marked) inFlight.delete(id);
+        throw err;
+      }
       switch (decision.kind) {
         case 'mismatch':
           throw new ServiceError(
@@ -200,7 +217,6 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
         default:
           break;
       }
-      inFlight.add(id);
       const reservation: Reservation = { ref, id, mode };
       reservations.set(request, reservation);
       if (decision.kind === 'run') {
@@ -233,7 +249,7 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
       if (!r) return payload;
       reservations.delete(request);
       try {
-        settleReservation(r, reply, payload);
+        await settleReservation(r, reply, payload);
       } catch (err) {
         request.log.error({ err }, 'could not store the answer of an idempotent request');
       } finally {
@@ -246,7 +262,7 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
   });
 
   /** Stores, releases or keeps the key of a request that was answered (see the module doc). */
-  function settleReservation(r: Reservation, reply: FastifyReply, payload: unknown): void {
+  async function settleReservation(r: Reservation, reply: FastifyReply, payload: unknown): Promise<void> {
     const status = reply.statusCode;
     let outcome: 'store' | 'release' | 'keep';
     if (NOTHING_DONE.has(status)) outcome = 'release';
@@ -259,7 +275,7 @@ export function registerIdempotency(app: FastifyInstance, store: Pick<Store, 'tx
     if (outcome === 'keep') return;
     const contentType = reply.getHeader('content-type');
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
-    store.tx(() => {
+    await store.txAsync(() => {
       if (outcome === 'release') store.idempotency.release(r.ref);
       else
         store.idempotency.complete(r.ref, {

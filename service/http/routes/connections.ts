@@ -113,8 +113,8 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
   const reread = (id: string) => present(store.connections.get(id)!);
 
   /** Stores a new connection for `userId` and starts its session (status `starting`). */
-  function create(userId: string, name: string | null): Connection {
-    const row = store.atomic(() => store.connections.insert({ id: randomUUID(), userId, name, workerId }));
+  async function create(userId: string, name: string | null): Promise<Connection> {
+    const row = await store.txAsync(() => store.connections.insert({ id: randomUUID(), userId, name, workerId }));
     engine.start(row.id);
     return reread(row.id);
   }
@@ -169,7 +169,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     async (request) => {
       const c = request.connection;
       const { name, rejectCalls, rejectCallsMessage } = request.body;
-      store.atomic(() => {
+      await store.txAsync(() => {
         if (name !== undefined) store.connections.rename(c.id, name);
         if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
           store.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);

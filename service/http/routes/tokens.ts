@@ -47,7 +47,7 @@ export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, li
     '/tokens',
     { schema: { body: CreateBody, response: { 201: CreatedTokenSchema, ...errorResponses([409, 'Token limit reached: revoke one first']) } } },
     async (request, reply) => {
-      const created = store.tx(() => {
+      const created = await store.txAsync(() => {
         if (store.tokens.listActive(request.user.id).length >= MAX_TOKENS_PER_USER)
           throw conflict(`Token limit reached (${MAX_TOKENS_PER_USER} active tokens); revoke one first`);
         return issueToken(store.tokens, request.user.id, request.body.name);
@@ -63,7 +63,7 @@ export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, li
       const token = store.tokens.get(request.params.id);
       if (!token || token.revokedAt !== null) throw notFound('Token not found');
       if (token.userId !== request.user.id) throw forbidden('Token belongs to another user');
-      store.atomic(() => store.tokens.revoke(token.id));
+      await store.txAsync(() => store.tokens.revoke(token.id));
       live.revokeToken(token.id);
       return { success: true as const };
     },

@@ -163,7 +163,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
       const c = request.connection;
       checkEvents(request.body.events);
       const url = await checkUrl(request.body.url);
-      const row = store.atomic(() => store.webhooks.insert({
+      const row = await store.txAsync(() => store.webhooks.insert({
         id: randomUUID(),
         userId: c.userId,
         connectionId: c.id,
@@ -184,7 +184,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
       const { url, events, active } = request.body;
       checkEvents(events);
       const checked = url === undefined ? undefined : await checkUrl(url);
-      const row = store.atomic(() =>
+      const row = await store.txAsync(() =>
         store.webhooks.update(w.id, {
           ...(checked !== undefined && { url: checked }),
           ...(events !== undefined && { events }),
@@ -199,7 +199,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
 
   api.delete('/webhooks/:id', { schema: { params: WebhookParams, response: { 200: SuccessSchema } } }, async (request) => {
     const w = ownedWebhook(store, request.user, request.params.id);
-    outbox.deleteWebhook(w.id);
+    await store.txAsync(() => outbox.deleteWebhook(w.id));
     return { success: true as const };
   });
 
@@ -214,7 +214,7 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
 
   api.post('/webhooks/:id/test', { schema: { params: WebhookParams, response: { 200: TestResult } } }, async (request) => {
     const w = ownedWebhook(store, request.user, request.params.id);
-    const delivery = outbox.sendTest(w);
+    const delivery = await store.txAsync(() => outbox.sendTest(w));
     return { success: true as const, delivery: toDeliveryLog(delivery, w.active) };
   });
 
@@ -236,11 +236,11 @@ export const webhookRoutes: ApiPlugin<ApiDeps> = async (api, { store, outbox, we
       if (!d || d.webhookId !== w.id) throw notFound('Delivery not found');
       if (!w.active) throw conflict('Webhook is paused; activate it before replaying deliveries');
       // A delivery waiting for its next attempt is attempted now (200, the same delivery).
-      if (d.status === 'pending' && outbox.retryNow(d.id)) {
+      if (d.status === 'pending' && (await store.txAsync(() => outbox.retryNow(d.id)))) {
         return reply.code(200).send(toDeliveryLog(store.deliveries.get(d.id)!));
       }
       if (d.status === 'pending' || d.status === 'delivering') throw conflict('Delivery is still in progress');
-      return reply.code(201).send(toDeliveryLog(outbox.replay(d)));
+      return reply.code(201).send(toDeliveryLog(await store.txAsync(() => outbox.replay(d))));
     },
   );
 };
