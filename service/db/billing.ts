@@ -16,12 +16,21 @@ export interface StripeCustomerRow {
   subscriptionId: string | null;
 }
 
-interface RawCustomer {
+/** A `stripe_customers` row as either engine returns it (without `updated_at`, which no caller reads). */
+export interface StripeCustomerRawRow {
   user_id: string;
   mode: StripeMode;
   customer_id: string;
   subscription_id: string | null;
 }
+
+/** The StripeCustomerRow of a raw `stripe_customers` row. */
+export const stripeCustomerOfRow = (r: StripeCustomerRawRow): StripeCustomerRow => ({
+  userId: r.user_id,
+  mode: r.mode,
+  customerId: r.customer_id,
+  subscriptionId: r.subscription_id,
+});
 
 export type BillingRepo = ReturnType<typeof billingRepo>;
 
@@ -54,8 +63,8 @@ export function billingRepo(db: Db) {
       q.setLocalSlots.run({ userId, slots, now: nowIso() });
     },
     stripeCustomer(userId: string, mode: StripeMode): StripeCustomerRow | undefined {
-      const r = q.customer.get(userId, mode) as RawCustomer | undefined;
-      return r && { userId: r.user_id, mode: r.mode, customerId: r.customer_id, subscriptionId: r.subscription_id };
+      const r = q.customer.get(userId, mode) as StripeCustomerRawRow | undefined;
+      return r && stripeCustomerOfRow(r);
     },
     /** Records the user's customer (replacing any other, and forgetting its subscription). */
     saveStripeCustomer(userId: string, mode: StripeMode, customerId: string): void {

@@ -3,7 +3,7 @@
  * The last message (the preview) names its message (`last_id`), so an edit or a revoke of that message reaches it:
  * messages.ts `edit` and `revoke` update it in the same transaction.
  */
-import type { Db } from './database.ts';
+import { flagOf, type Db } from './database.ts';
 import type { MessageKindName } from './messages.ts';
 
 /** The spec's Chat item (§2.3). */
@@ -32,17 +32,41 @@ export interface ChatPreview {
   kind: MessageKindName | null;
 }
 
-interface RawRow {
+/**
+ * A row of `list` (a chat with its contact's name) as either engine returns it (`is_group`, `last_from_me`: SQLite
+ * 0/1, PostgreSQL boolean; `last_from_me` null while no message of the chat is stored).
+ */
+export interface ChatRawRow {
   id: string;
   name: string | null;
-  is_group: number;
+  is_group: number | boolean;
   unread: number;
   last_ts: number | null;
   last_body: string | null;
-  last_from_me: number | null;
+  last_from_me: number | boolean | null;
   last_id: string | null;
   last_kind: string | null;
   contact_name: string | null;
+}
+
+/** The Chat of a raw `list` row: named by the chat, else its contact, else its JID's user part. */
+export function chatOfRow(r: ChatRawRow): Chat {
+  return {
+    id: r.id,
+    name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,
+    isGroup: flagOf(r.is_group),
+    lastMessage:
+      r.last_from_me === null
+        ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false, id: null, kind: null }
+        : {
+            body: r.last_body ?? '',
+            timestamp: r.last_ts ?? 0,
+            fromMe: flagOf(r.last_from_me),
+            id: r.last_id,
+            kind: r.last_kind as MessageKindName | null,
+          },
+    unread: r.unread,
+  };
 }
 
 /**
@@ -86,9 +110,14 @@ export interface ChatListOptions {
   q?: string | undefined;
 }
 
+/** The `q` filter as a LIKE pattern (a leading `+` dropped; `\` escapes `\`, `%` and `_`); null for none. */
+export function likePatternOf(q: string | undefined): string | null {
+  const term = q?.trim().replace(/^\+/, '');
+  return term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+}
+
 function listParams(connectionId: string, opts: ChatListOptions) {
-  const term = opts.q?.trim().replace(/^\+/, '');
-  const like = term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  const like = likePatternOf(opts.q);
   return {
     connectionId,
     limit: opts.limit,
@@ -189,23 +218,7 @@ export function chatsRepo(db: Db) {
      * (case-insensitive for ASCII; a phone number matches its JID's digits).
      */
     list(connectionId: string, opts: ChatListOptions): Chat[] {
-      const rows = q.list.all(listParams(connectionId, opts)) as RawRow[];
-      return rows.map((r) => ({
-        id: r.id,
-        name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,
-        isGroup: r.is_group === 1,
-        lastMessage:
-          r.last_from_me === null
-            ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false, id: null, kind: null }
-            : {
-                body: r.last_body ?? '',
-                timestamp: r.last_ts ?? 0,
-                fromMe: r.last_from_me === 1,
-                id: r.last_id,
-                kind: r.last_kind as MessageKindName | null,
-              },
-        unread: r.unread,
-      }));
+      return (q.list.all(listParams(connectionId, opts)) as ChatRawRow[]).map(chatOfRow);
     },
     /** `list` as the API's JSON array of Chats, rendered by SQLite (the REST read path, issue 16). */
     listJson(connectionId: string, opts: ChatListOptions): string {

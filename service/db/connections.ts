@@ -2,7 +2,7 @@
  * Connections table: one row per linked (or linking) account. Soft delete sets status `stopped`.
  */
 import type { Db } from './database.ts';
-import { nowIso } from './database.ts';
+import { flagOf, nowIso } from './database.ts';
 
 /**
  * Connection status values (docs/architecture.md § Connection status): starting → scan_qr → connected → online;
@@ -40,7 +40,8 @@ export interface ConnectionRow {
   updatedAt: string;
 }
 
-interface RawRow {
+/** A `connections` row as either engine returns it (`reject_calls`: SQLite 0/1, PostgreSQL boolean). */
+export interface ConnectionRawRow {
   id: string;
   user_id: string;
   name: string | null;
@@ -52,13 +53,14 @@ interface RawRow {
   push_name: string | null;
   status: ConnectionStatus;
   status_reason: string | null;
-  reject_calls: number;
+  reject_calls: number | boolean;
   reject_calls_message: string | null;
   created_at: string;
   updated_at: string;
 }
 
-function toRow(r: RawRow): ConnectionRow {
+/** The ConnectionRow of a raw `connections` row. */
+export function connectionOfRow(r: ConnectionRawRow): ConnectionRow {
   return {
     id: r.id,
     userId: r.user_id,
@@ -71,7 +73,7 @@ function toRow(r: RawRow): ConnectionRow {
     pushName: r.push_name,
     status: r.status,
     statusReason: r.status_reason,
-    rejectCalls: r.reject_calls === 1,
+    rejectCalls: flagOf(r.reject_calls),
     rejectCallsMessage: r.reject_calls_message,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -116,16 +118,16 @@ export function connectionsRepo(db: Db) {
 
   return {
     get(id: string): ConnectionRow | undefined {
-      const r = q.get.get(id) as RawRow | undefined;
-      return r && toRow(r);
+      const r = q.get.get(id) as ConnectionRawRow | undefined;
+      return r && connectionOfRow(r);
     },
     /** The user's connections except `stopped` (or with them: `includeStopped`), oldest first. */
     listByUser(userId: string, opts: { includeStopped?: boolean } = {}): ConnectionRow[] {
-      return ((opts.includeStopped ? q.listAllByUser : q.listByUser).all(userId) as RawRow[]).map(toRow);
+      return ((opts.includeStopped ? q.listAllByUser : q.listByUser).all(userId) as ConnectionRawRow[]).map(connectionOfRow);
     },
     /** Every connection not `stopped`, for starting sessions at boot. */
     listActive(): ConnectionRow[] {
-      return (q.listActive.all() as RawRow[]).map(toRow);
+      return (q.listActive.all() as ConnectionRawRow[]).map(connectionOfRow);
     },
     countActiveByUser(userId: string): number {
       return (q.countActiveByUser.get(userId) as { n: number }).n;
@@ -136,8 +138,8 @@ export function connectionsRepo(db: Db) {
     },
     /** Newest connection of the user that never linked and is waiting for a scan (or for the server, to show one), if any. */
     findIdle(userId: string): ConnectionRow | undefined {
-      const r = q.findIdle.get(userId) as RawRow | undefined;
-      return r && toRow(r);
+      const r = q.findIdle.get(userId) as ConnectionRawRow | undefined;
+      return r && connectionOfRow(r);
     },
     insert(c: { id: string; userId: string; name: string | null; workerId: string }): ConnectionRow {
       q.insert.run({ ...c, sessionName: sessionNameFor(c.userId, c.id), status: 'starting', now: nowIso() });

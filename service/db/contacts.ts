@@ -1,7 +1,7 @@
 /**
  * Contacts table: people and groups a connection knows, with PN and LID where known (interface-spec §2.4).
  */
-import type { Db } from './database.ts';
+import { flagOf, type Db } from './database.ts';
 
 /** The spec's Contact item (§2.4). */
 export interface Contact {
@@ -10,6 +10,23 @@ export interface Contact {
   phoneNumber: string;
   isGroup: boolean;
 }
+
+/** A row of `list` as either engine returns it (`is_group`: SQLite 0/1, PostgreSQL boolean). */
+export interface ContactRawRow {
+  jid: string;
+  name: string | null;
+  push_name: string | null;
+  phone_number: string | null;
+  is_group: number | boolean;
+}
+
+/** The Contact of a raw `contacts` row: its saved name, else its push name, else ""; no phone number is "". */
+export const contactOfRow = (r: ContactRawRow): Contact => ({
+  jid: r.jid,
+  name: r.name ?? r.push_name ?? '',
+  phoneNumber: r.phone_number ?? '',
+  isGroup: flagOf(r.is_group),
+});
 
 export function contactsRepo(db: Db) {
   const q = {
@@ -69,19 +86,7 @@ export function contactsRepo(db: Db) {
       return (q.userJids.all(connectionId) as Array<{ jid: string }>).map((r) => r.jid);
     },
     list(connectionId: string, opts: { limit: number; offset: number }): Contact[] {
-      const rows = q.list.all(connectionId, opts.limit, opts.offset) as Array<{
-        jid: string;
-        name: string | null;
-        push_name: string | null;
-        phone_number: string | null;
-        is_group: number;
-      }>;
-      return rows.map((r) => ({
-        jid: r.jid,
-        name: r.name ?? r.push_name ?? '',
-        phoneNumber: r.phone_number ?? '',
-        isGroup: r.is_group === 1,
-      }));
+      return (q.list.all(connectionId, opts.limit, opts.offset) as ContactRawRow[]).map(contactOfRow);
     },
   };
 }

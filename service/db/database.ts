@@ -145,3 +145,8 @@ function prepared(db: Db) {
 export function nowIso(): string {
   return new Date().toISOString();
 }
+
+/** A boolean column's value as either engine returns it (SQLite's integer 0/1, PostgreSQL's boolean): true for 1 or true. */
+export function flagOf(v: number | boolean): boolean {
+  return v === true || v === 1;
+}

@@ -31,7 +31,8 @@ export interface DeliveryRow {
   createdAt: string;
 }
 
-interface RawRow {
+/** A `webhook_deliveries` row as either engine returns it (the columns of DeliveryRow, snake_case). */
+export interface DeliveryRawRow {
   id: string;
   webhook_id: string;
   user_id: string;
@@ -52,7 +53,8 @@ interface RawRow {
 const COLUMNS = `id, webhook_id, user_id, event_seq, msg_id, event_type, body, status, attempts, next_attempt_at,
   last_status, last_error, replay_of, delivered_at, created_at`;
 
-const toRow = (r: RawRow): DeliveryRow => ({
+/** The DeliveryRow of a raw `webhook_deliveries` row. */
+export const deliveryOfRow = (r: DeliveryRawRow): DeliveryRow => ({
   id: r.id,
   webhookId: r.webhook_id,
   userId: r.user_id,
@@ -96,6 +98,22 @@ export interface ClaimedDelivery {
   nextAttemptAt: number;
   /** A test delivery (`POST /webhooks/:id/test`): attempted even while the webhook is paused. */
   ignorePause?: boolean;
+}
+
+/** A row a claim's `RETURNING id, webhook_id, msg_id, body, attempts, next_attempt_at` returns. */
+export interface ClaimedRawRow {
+  id: string;
+  webhook_id: string;
+  msg_id: string;
+  body: string;
+  attempts: number;
+  next_attempt_at: number;
+}
+
+/** The ClaimedDeliveries of one webhook's claimed rows, oldest due first (sorts `rows` in place). */
+export function claimedOfRows(rows: ClaimedRawRow[]): ClaimedDelivery[] {
+  rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, msgId: r.msg_id, body: r.body, attempts: r.attempts, nextAttemptAt: r.next_attempt_at }));
 }
 
 /** The outcome of one attempt. */
@@ -191,12 +209,12 @@ export function deliveriesRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => f
       });
     },
     get(id: string): DeliveryRow | undefined {
-      const r = q.get.get(id) as RawRow | undefined;
-      return r && toRow(r);
+      const r = q.get.get(id) as DeliveryRawRow | undefined;
+      return r && deliveryOfRow(r);
     },
     /** The webhook's `limit` most recent deliveries, newest first. */
     logs(webhookId: string, limit = 100): DeliveryRow[] {
-      return (q.logs.all(webhookId, limit) as RawRow[]).map(toRow);
+      return (q.logs.all(webhookId, limit) as DeliveryRawRow[]).map(deliveryOfRow);
     },
     hasDue(webhookId: string, now: number): boolean {
       return q.hasDue.get(webhookId, now) !== undefined;
@@ -214,18 +232,7 @@ export function deliveriesRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => f
         const out: ClaimedDelivery[] = [];
         for (const [webhookId, limit] of want) {
           if (limit <= 0) continue;
-          const rows = q.claim.all({ webhookId, now, limit, leaseUntil }) as Array<{
-            id: string;
-            webhook_id: string;
-            msg_id: string;
-            body: string;
-            attempts: number;
-            next_attempt_at: number;
-          }>;
-          rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
-          for (const r of rows) {
-            out.push({ id: r.id, webhookId: r.webhook_id, msgId: r.msg_id, body: r.body, attempts: r.attempts, nextAttemptAt: r.next_attempt_at });
-          }
+          for (const d of claimedOfRows(q.claim.all({ webhookId, now, limit, leaseUntil }) as ClaimedRawRow[])) out.push(d);
         }
         return out;
       }));

@@ -14,6 +14,24 @@ export interface LoggedEvent {
   timestamp: string;
 }
 
+/** An `events` row as either engine returns it (`payload` JSON text). */
+export interface EventRawRow {
+  seq: number;
+  type: string;
+  connection_id: string | null;
+  payload: string;
+  created_at: string;
+}
+
+/** The LoggedEvent of a raw `events` row. */
+export const eventOfRow = (r: EventRawRow): LoggedEvent => ({
+  seq: r.seq,
+  event: r.type,
+  connectionId: r.connection_id,
+  payload: JSON.parse(r.payload) as Record<string, unknown>,
+  timestamp: r.created_at,
+});
+
 /** @param locked see deliveriesRepo: the repository's own writes outside `tx` hold the threads' write lock. */
 export function eventsRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
   const q = {
@@ -50,20 +68,7 @@ export function eventsRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn())
     },
     /** Up to `limit` events of the user with seq > `after`, in order. */
     after(userId: string, after: number, limit: number): LoggedEvent[] {
-      const rows = q.after.all(userId, after, limit) as Array<{
-        seq: number;
-        type: string;
-        connection_id: string | null;
-        payload: string;
-        created_at: string;
-      }>;
-      return rows.map((r) => ({
-        seq: r.seq,
-        event: r.type,
-        connectionId: r.connection_id,
-        payload: JSON.parse(r.payload) as Record<string, unknown>,
-        timestamp: r.created_at,
-      }));
+      return (q.after.all(userId, after, limit) as EventRawRow[]).map(eventOfRow);
     },
     /** Like `after`, optionally only events of `types` and/or of one connection. */
     afterFiltered(
@@ -78,14 +83,8 @@ export function eventsRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn())
         limit,
         types: filter.types ? JSON.stringify(filter.types) : null,
         connectionId: filter.connectionId ?? null,
-      }) as Array<{ seq: number; type: string; connection_id: string | null; payload: string; created_at: string }>;
-      return rows.map((r) => ({
-        seq: r.seq,
-        event: r.type,
-        connectionId: r.connection_id,
-        payload: JSON.parse(r.payload) as Record<string, unknown>,
-        timestamp: r.created_at,
-      }));
+      }) as EventRawRow[];
+      return rows.map(eventOfRow);
     },
     /** Smallest seq still stored for the user (older ones were pruned), or undefined when none is stored. */
     firstSeq(userId: string): number | undefined {

@@ -13,6 +13,20 @@ export interface StoredGroupMetadata {
   fetchedAt: number;
 }
 
+/** A `group_metadata` row as either engine returns it (`metadata`: the JSON text). */
+export interface GroupMetadataRawRow {
+  group_id: string;
+  metadata: string;
+  fetched_at: number;
+}
+
+/** The StoredGroupMetadata of a raw `group_metadata` row. */
+export const groupMetadataOfRow = (r: GroupMetadataRawRow): StoredGroupMetadata => ({
+  groupId: r.group_id,
+  json: r.metadata,
+  fetchedAt: r.fetched_at,
+});
+
 export function groupMetadataRepo(db: Db) {
   const q = {
     list: db.prepare(`SELECT group_id, metadata, fetched_at FROM group_metadata WHERE connection_id = ? ORDER BY group_id`),
@@ -28,11 +42,7 @@ export function groupMetadataRepo(db: Db) {
   return {
     /** Every stored group of a connection. */
     list(connectionId: string): StoredGroupMetadata[] {
-      return (q.list.all(connectionId) as Array<{ group_id: string; metadata: string; fetched_at: number }>).map((r) => ({
-        groupId: r.group_id,
-        json: r.metadata,
-        fetchedAt: r.fetched_at,
-      }));
+      return (q.list.all(connectionId) as GroupMetadataRawRow[]).map(groupMetadataOfRow);
     },
     /**
      * Writes a group's metadata. `fetchedAt` (unix ms) marks metadata the server sent whole; null keeps the stored

@@ -33,7 +33,8 @@ export interface IdempotencyRecord {
   createdAt: string;
 }
 
-interface Row {
+/** An `idempotency_keys` row as either engine returns it (the columns of IdempotencyRecord). */
+export interface IdempotencyRawRow {
   fingerprint: string;
   route: string;
   state: 'pending' | 'done';
@@ -44,6 +45,20 @@ interface Row {
   created_at: string;
 }
 
+/** The IdempotencyRecord of a raw `idempotency_keys` row (`answer` only once `done`). */
+export function idempotencyOfRow(r: IdempotencyRawRow): IdempotencyRecord {
+  return {
+    fingerprint: r.fingerprint,
+    route: r.route,
+    state: r.state,
+    messageId: r.message_id,
+    answer:
+      r.state === 'done' && r.status_code !== null
+        ? { statusCode: r.status_code, contentType: r.content_type, body: r.response ?? '' }
+        : null,
+    createdAt: r.created_at,
+  };
+}
 
 /** @param locked see deliveriesRepo: the repository's own writes outside `tx` hold the threads' write lock. */
 export function idempotencyRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => fn()) {
@@ -73,19 +88,8 @@ export function idempotencyRepo(db: Db, locked: <T>(fn: () => T) => T = (fn) => 
   return {
     /** The row of a key, whatever its age (callers compare `createdAt` with the TTL). */
     get(ref: IdempotencyRef): IdempotencyRecord | undefined {
-      const r = q.get.get(ref.userId, ref.connectionId, ref.key) as Row | undefined;
-      if (!r) return undefined;
-      return {
-        fingerprint: r.fingerprint,
-        route: r.route,
-        state: r.state,
-        messageId: r.message_id,
-        answer:
-          r.state === 'done' && r.status_code !== null
-            ? { statusCode: r.status_code, contentType: r.content_type, body: r.response ?? '' }
-            : null,
-        createdAt: r.created_at,
-      };
+      const r = q.get.get(ref.userId, ref.connectionId, ref.key) as IdempotencyRawRow | undefined;
+      return r && idempotencyOfRow(r);
     },
     /** Reserves a key for a request (`pending`), replacing an expired row of the same key. */
     reserve(ref: IdempotencyRef, request: { fingerprint: string; route: string; createdAt: string }): void {

@@ -14,7 +14,8 @@ export interface TokenRecord {
   lastUsedAt: string | null;
 }
 
-interface RawRow {
+/** An `api_tokens` row as either engine returns it (the columns the records read; `hash` is never read back). */
+export interface TokenRawRow {
   id: string;
   user_id: string;
   name: string;
@@ -24,7 +25,8 @@ interface RawRow {
   revoked_at: string | null;
 }
 
-const toRecord = (r: RawRow): TokenRecord => ({
+/** The TokenRecord (what the API lists) of a raw `api_tokens` row. */
+export const tokenOfRow = (r: TokenRawRow): TokenRecord => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
@@ -54,12 +56,12 @@ export function tokensRepo(db: Db) {
   return {
     insert(t: { id: string; userId: string; name: string; prefix: string; hash: string }): TokenRecord {
       q.insert.run(t.id, t.userId, t.name, t.prefix, t.hash, nowIso());
-      return toRecord(q.get.get(t.id) as RawRow);
+      return tokenOfRow(q.get.get(t.id) as TokenRawRow);
     },
     /** The active (unrevoked) token with this hash, with its owner and last use. */
     findActiveByHash(hash: string): (TokenRecord & { userId: string }) | undefined {
-      const r = q.byHash.get(hash) as RawRow | undefined;
-      return r && { ...toRecord(r), userId: r.user_id };
+      const r = q.byHash.get(hash) as TokenRawRow | undefined;
+      return r && { ...tokenOfRow(r), userId: r.user_id };
     },
     /**
      * What authenticating a request needs of the active token with this hash, in one lookup: its id, last use,
@@ -74,11 +76,11 @@ export function tokensRepo(db: Db) {
     },
     /** Any token (revoked too) by id, with owner and revocation time. */
     get(id: string): (TokenRecord & { userId: string; revokedAt: string | null }) | undefined {
-      const r = q.get.get(id) as RawRow | undefined;
-      return r && { ...toRecord(r), userId: r.user_id, revokedAt: r.revoked_at };
+      const r = q.get.get(id) as TokenRawRow | undefined;
+      return r && { ...tokenOfRow(r), userId: r.user_id, revokedAt: r.revoked_at };
     },
     listActive(userId: string): TokenRecord[] {
-      return (q.listActive.all(userId) as RawRow[]).map(toRecord);
+      return (q.listActive.all(userId) as TokenRawRow[]).map(tokenOfRow);
     },
     /** Returns true when an active token was revoked. */
     revoke(id: string): boolean {

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from './database.ts';
-import { nowIso } from './database.ts';
+import { flagOf, nowIso } from './database.ts';
 
 export type UserKind = 'local' | 'jwt';
 
@@ -27,23 +27,25 @@ export interface User {
   createdAt: string;
 }
 
-interface RawRow {
+/** A `users` row as either engine returns it (`disabled`: SQLite 0/1, PostgreSQL boolean). */
+export interface UserRawRow {
   id: string;
   kind: UserKind;
   name: string;
   email: string | null;
   issuer: string | null;
   subject: string | null;
-  disabled: number;
+  disabled: number | boolean;
   created_at: string;
 }
 
-const toUser = (r: RawRow): User => ({
+/** The User of a raw `users` row. */
+export const userOfRow = (r: UserRawRow): User => ({
   id: r.id,
   kind: r.kind,
   name: r.name,
   email: r.email,
-  disabled: r.disabled === 1,
+  disabled: flagOf(r.disabled),
   issuer: r.issuer,
   subject: r.subject,
   createdAt: r.created_at,
@@ -57,6 +59,11 @@ export const MAX_USER_NAME = 200;
 /** A usable local user name: 1-MAX_USER_NAME characters, no C0 control character. */
 export function isValidUserName(name: string): boolean {
   return name.length > 0 && name.length <= MAX_USER_NAME && ![...name].some((ch) => ch.charCodeAt(0) < 0x20);
+}
+
+/** The label of a new JWT user: `email`, else `preferredName`, else `sub` (its first MAX_USER_NAME characters). */
+export function jwtUserLabel(sub: string, claims: { email?: string | null; preferredName?: string | null }): string {
+  return [...(claims.email || claims.preferredName || sub)].slice(0, MAX_USER_NAME).join('');
 }
 
 export function usersRepo(db: Db) {
@@ -75,24 +82,24 @@ export function usersRepo(db: Db) {
   };
   return {
     get(id: string): User | undefined {
-      const r = q.get.get(id) as RawRow | undefined;
-      return r && toUser(r);
+      const r = q.get.get(id) as UserRawRow | undefined;
+      return r && userOfRow(r);
     },
     /** The local user with this name (never a JWT user, whatever its label). */
     byLocalName(name: string): User | undefined {
-      const r = q.byLocalName.get(name) as RawRow | undefined;
-      return r && toUser(r);
+      const r = q.byLocalName.get(name) as UserRawRow | undefined;
+      return r && userOfRow(r);
     },
     /**
      * The machine's owner: the first local user created in this data dir (the desktop's `operator`, or the first
      * user `switchboard token create` made). Only the owner may change the machine's settings (docs/settings.md).
      */
     owner(): User | undefined {
-      const r = q.owner.get() as RawRow | undefined;
-      return r && toUser(r);
+      const r = q.owner.get() as UserRawRow | undefined;
+      return r && userOfRow(r);
     },
     list(): User[] {
-      return (q.list.all() as RawRow[]).map(toUser);
+      return (q.list.all() as UserRawRow[]).map(userOfRow);
     },
     /** A new local user. @throws SqliteError (SQLITE_CONSTRAINT_UNIQUE) when a local user has this name. */
     create(name: string, email: string | null = null): User {
@@ -106,8 +113,8 @@ export function usersRepo(db: Db) {
     },
     /** The JWT user of `issuer` + `sub`. */
     byJwtIdentity(issuer: string, sub: string): User | undefined {
-      const r = q.byJwtIdentity.get(issuer, sub) as RawRow | undefined;
-      return r && toUser(r);
+      const r = q.byJwtIdentity.get(issuer, sub) as UserRawRow | undefined;
+      return r && userOfRow(r);
     },
     /**
      * The JWT user of `issuer` + `sub`, created on first sight with the label `email`, else `preferredName`, else
@@ -120,7 +127,7 @@ export function usersRepo(db: Db) {
     ): User {
       const existing = this.byJwtIdentity(issuer, sub);
       if (existing) return existing;
-      const label = [...(claims.email || claims.preferredName || sub)].slice(0, MAX_USER_NAME).join('');
+      const label = jwtUserLabel(sub, claims);
       const id = randomUUID();
       q.insertJwt.run(id, label, claims.email ?? null, issuer, sub, nowIso());
       return this.get(id)!;

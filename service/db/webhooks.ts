@@ -4,7 +4,7 @@
  */
 import { cacheGeneration, type TransactionSerial } from './cache-generation.ts';
 import type { Db } from './database.ts';
-import { nowIso } from './database.ts';
+import { flagOf, nowIso } from './database.ts';
 
 export interface WebhookRow {
   id: string;
@@ -19,27 +19,29 @@ export interface WebhookRow {
   updatedAt: string;
 }
 
-interface RawRow {
+/** A `webhooks` row as either engine returns it (`active`: SQLite 0/1, PostgreSQL boolean; `events` JSON text). */
+export interface WebhookRawRow {
   id: string;
   user_id: string;
   connection_id: string;
   url: string;
   events: string;
   secret: string;
-  active: number;
+  active: number | boolean;
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
 }
 
-const toRow = (r: RawRow): WebhookRow => ({
+/** The WebhookRow of a raw `webhooks` row. */
+export const webhookOfRow = (r: WebhookRawRow): WebhookRow => ({
   id: r.id,
   userId: r.user_id,
   connectionId: r.connection_id,
   url: r.url,
   events: JSON.parse(r.events) as string[],
   secret: r.secret,
-  active: r.active === 1,
+  active: flagOf(r.active),
   disabledReason: r.disabled_reason,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -53,8 +55,47 @@ export interface WebhookTarget {
   sessionName: string;
 }
 
+/** A row of the `targets` query (webhook joined with its connection) as either engine returns it. */
+export interface WebhookTargetRawRow {
+  id: string;
+  events: string;
+  active: number | boolean;
+  session_name: string;
+}
+
+/** The WebhookTarget of a raw `targets` row. */
+export const webhookTargetOfRow = (r: WebhookTargetRawRow): WebhookTarget => ({
+  id: r.id,
+  events: JSON.parse(r.events) as string[],
+  active: flagOf(r.active),
+  sessionName: r.session_name,
+});
+
 /** Settings key of the operator switch that allows http:// and LAN webhook targets. */
 export const ALLOW_LAN_SETTING = 'allowLanWebhooks';
+
+/** The `allowLanWebhooks` setting of its stored value (JSON true/false): false when unset or not JSON true. */
+export function allowLanOf(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  try {
+    return JSON.parse(value) === true;
+  } catch {
+    return false;
+  }
+}
+
+/** A webhook update: the patch's fields over the current row; re-activating clears `disabledReason`. */
+export type WebhookPatch = { url?: string; events?: string[]; active?: boolean; disabledReason?: string | null };
+
+/** The url, events, active and disabledReason a webhook has once `patch` applies to `cur`. */
+export function patchedWebhook(
+  cur: WebhookRow,
+  patch: WebhookPatch,
+): Pick<WebhookRow, 'url' | 'events' | 'active' | 'disabledReason'> {
+  const active = patch.active ?? cur.active;
+  const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
+  return { url: patch.url ?? cur.url, events: patch.events ?? cur.events, active, disabledReason };
+}
 
 /**
  * @param serial the store's running write transaction (cache-generation.ts): the cached targets and rows are checked
@@ -97,8 +138,8 @@ export function webhooksRepo(db: Db, serial: TransactionSerial) {
   };
   return {
     get(id: string): WebhookRow | undefined {
-      const r = q.get.get(id) as RawRow | undefined;
-      return r && toRow(r);
+      const r = q.get.get(id) as WebhookRawRow | undefined;
+      return r && webhookOfRow(r);
     },
     /**
      * `get` through the same in-memory cache as `targets` (the dispatcher reads the row for every attempt).
@@ -115,7 +156,7 @@ export function webhooksRepo(db: Db, serial: TransactionSerial) {
       return row ?? undefined;
     },
     listByConnection(connectionId: string): WebhookRow[] {
-      return (q.listByConnection.all(connectionId) as RawRow[]).map(toRow);
+      return (q.listByConnection.all(connectionId) as WebhookRawRow[]).map(webhookOfRow);
     },
     /** Ids of the webhooks not paused. */
     activeIds(): string[] {
@@ -131,8 +172,7 @@ export function webhooksRepo(db: Db, serial: TransactionSerial) {
       generation.check(clear);
       const cached = targetCache.get(connectionId);
       if (cached) return cached;
-      const rows = q.targets.all(connectionId) as Array<{ id: string; events: string; active: number; session_name: string }>;
-      const targets = rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], active: r.active === 1, sessionName: r.session_name }));
+      const targets = (q.targets.all(connectionId) as WebhookTargetRawRow[]).map(webhookTargetOfRow);
       targetCache.set(connectionId, targets);
       return targets;
     },
@@ -146,18 +186,17 @@ export function webhooksRepo(db: Db, serial: TransactionSerial) {
       return this.get(w.id)!;
     },
     /** Changes only the supplied fields. Re-activating clears `disabledReason`. */
-    update(id: string, patch: { url?: string; events?: string[]; active?: boolean; disabledReason?: string | null }): WebhookRow | undefined {
+    update(id: string, patch: WebhookPatch): WebhookRow | undefined {
       const cur = this.get(id);
       if (!cur) return undefined;
-      const active = patch.active ?? cur.active;
-      const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
+      const next = patchedWebhook(cur, patch);
       forget();
       q.update.run({
         id,
-        url: patch.url ?? cur.url,
-        events: JSON.stringify(patch.events ?? cur.events),
-        active: active ? 1 : 0,
-        disabledReason,
+        url: next.url,
+        events: JSON.stringify(next.events),
+        active: next.active ? 1 : 0,
+        disabledReason: next.disabledReason,
         now: nowIso(),
       });
       return this.get(id);
@@ -168,13 +207,7 @@ export function webhooksRepo(db: Db, serial: TransactionSerial) {
     },
     /** The operator setting `allowLanWebhooks` from the settings table (JSON true/false); false when unset. */
     allowLanSetting(): boolean {
-      const r = q.setting.get(ALLOW_LAN_SETTING) as { value: string } | undefined;
-      if (!r) return false;
-      try {
-        return JSON.parse(r.value) === true;
-      } catch {
-        return false;
-      }
+      return allowLanOf((q.setting.get(ALLOW_LAN_SETTING) as { value: string } | undefined)?.value);
     },
     setAllowLanSetting(on: boolean): void {
       q.putSetting.run(ALLOW_LAN_SETTING, JSON.stringify(on));

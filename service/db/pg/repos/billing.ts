@@ -1,6 +1,6 @@
 /** PostgreSQL twin of service/db/billing.ts (same methods, same results, Promises). */
 import { nowIso } from '../../database.ts';
-import type { billingRepo, StripeMode } from '../../billing.ts';
+import { stripeCustomerOfRow, type billingRepo, type StripeCustomerRawRow } from '../../billing.ts';
 import type { Async } from '../../store-api.ts';
 import type { PgScope } from './scope.ts';
 
@@ -15,9 +15,8 @@ export function pgBillingRepo({ sql }: PgScope): Async<ReturnType<typeof billing
         ON CONFLICT (user_id) DO UPDATE SET local_slots = excluded.local_slots, updated_at = excluded.updated_at`;
     },
     async stripeCustomer(userId, mode) {
-      const [r] = await sql<Array<{ user_id: string; mode: StripeMode; customer_id: string; subscription_id: string | null }>>`
-        SELECT * FROM stripe_customers WHERE user_id = ${userId} AND mode = ${mode}`;
-      return r && { userId: r.user_id, mode: r.mode, customerId: r.customer_id, subscriptionId: r.subscription_id };
+      const [r] = await sql<StripeCustomerRawRow[]>`SELECT * FROM stripe_customers WHERE user_id = ${userId} AND mode = ${mode}`;
+      return r && stripeCustomerOfRow(r);
     },
     async saveStripeCustomer(userId, mode, customerId) {
       await sql`INSERT INTO stripe_customers (user_id, mode, customer_id, subscription_id, updated_at)

@@ -5,27 +5,8 @@
  */
 import { pgText } from './message-scope.ts';
 import type { PgScope } from './scope.ts';
-import type { Chat, ChatListOptions } from '../../chats.ts';
+import { chatOfRow, likePatternOf, type Chat, type ChatListOptions, type ChatRawRow } from '../../chats.ts';
 import type { MessageKindName } from '../../messages.ts';
-
-interface RawRow {
-  id: string;
-  name: string | null;
-  is_group: boolean;
-  unread: number;
-  last_ts: number | null;
-  last_body: string | null;
-  last_from_me: boolean | null;
-  last_id: string | null;
-  last_kind: string | null;
-  contact_name: string | null;
-}
-
-/** The `q` filter as a LIKE pattern (ASCII case-insensitive, `\` escapes), as chats.ts builds it; null for none. */
-function likeOf(q: string | undefined): string | null {
-  const term = q?.trim().replace(/^\+/, '');
-  return term ? `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-}
 
 export function pgChatsRepo({ sql }: PgScope) {
   /** SQLite's LIKE: case-insensitive for ASCII letters only (lower() under the "C" collation folds ASCII only). */
@@ -33,8 +14,8 @@ export function pgChatsRepo({ sql }: PgScope) {
     sql`lower(${column} COLLATE "C") LIKE lower(${pattern}::text COLLATE "C") ESCAPE '\\'`;
 
   async function list(connectionId: string, opts: ChatListOptions): Promise<Chat[]> {
-    const pattern = likeOf(opts.q);
-    const rows = await sql<RawRow[]>`
+    const pattern = likePatternOf(opts.q);
+    const rows = await sql<ChatRawRow[]>`
       SELECT c.id, c.name, c.is_group, c.unread, c.last_ts, c.last_body, c.last_from_me, c.last_id, c.last_kind,
              COALESCE(k.name, k.push_name) AS contact_name
       FROM chats c LEFT JOIN contacts k ON k.connection_id = c.connection_id AND k.jid = c.id
@@ -47,22 +28,7 @@ export function pgChatsRepo({ sql }: PgScope) {
         }
         ${opts.includeStatus ? sql`` : sql`AND c.id <> 'status@broadcast'`}
       ORDER BY c.last_ts DESC NULLS LAST, c.id LIMIT ${opts.limit} OFFSET ${opts.offset}`;
-    return rows.map((r) => ({
-      id: r.id,
-      name: r.name ?? r.contact_name ?? r.id.split('@')[0]!,
-      isGroup: r.is_group,
-      lastMessage:
-        r.last_from_me === null
-          ? { body: '', timestamp: r.last_ts ?? 0, fromMe: false, id: null, kind: null }
-          : {
-              body: r.last_body ?? '',
-              timestamp: r.last_ts ?? 0,
-              fromMe: r.last_from_me,
-              id: r.last_id,
-              kind: r.last_kind as MessageKindName | null,
-            },
-      unread: r.unread,
-    }));
+    return rows.map(chatOfRow);
   }
 
   return {

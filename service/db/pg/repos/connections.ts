@@ -1,62 +1,26 @@
 /** PostgreSQL twin of service/db/connections.ts (same methods, same results, Promises). */
 import { nowIso } from '../../database.ts';
-import { sessionNameFor, type ConnectionRow, type ConnectionStatus, type connectionsRepo } from '../../connections.ts';
+import { connectionOfRow, sessionNameFor, type ConnectionRawRow, type connectionsRepo } from '../../connections.ts';
 import type { Async } from '../../store-api.ts';
 import type { PgScope } from './scope.ts';
 
-interface RawRow {
-  id: string;
-  user_id: string;
-  name: string | null;
-  worker_id: string;
-  session_name: string;
-  phone_number: string | null;
-  jid: string | null;
-  lid: string | null;
-  push_name: string | null;
-  status: ConnectionStatus;
-  status_reason: string | null;
-  reject_calls: boolean;
-  reject_calls_message: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-const toRow = (r: RawRow): ConnectionRow => ({
-  id: r.id,
-  userId: r.user_id,
-  name: r.name,
-  workerId: r.worker_id,
-  sessionName: r.session_name,
-  phoneNumber: r.phone_number,
-  jid: r.jid,
-  lid: r.lid,
-  pushName: r.push_name,
-  status: r.status,
-  statusReason: r.status_reason,
-  rejectCalls: r.reject_calls,
-  rejectCallsMessage: r.reject_calls_message,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
 export function pgConnectionsRepo({ sql }: PgScope): Async<ReturnType<typeof connectionsRepo>> {
-  const rows = async (q: Promise<RawRow[]>) => (await q).map(toRow);
+  const rows = async (q: Promise<ConnectionRawRow[]>) => (await q).map(connectionOfRow);
   const count = async (q: Promise<Array<{ n: number }>>) => (await q)[0]!.n;
   return {
     async get(id) {
-      const [r] = await sql<RawRow[]>`SELECT * FROM connections WHERE id = ${id}`;
-      return r && toRow(r);
+      const [r] = await sql<ConnectionRawRow[]>`SELECT * FROM connections WHERE id = ${id}`;
+      return r && connectionOfRow(r);
     },
     listByUser(userId, opts = {}) {
       return rows(
         opts.includeStopped
-          ? sql<RawRow[]>`SELECT * FROM connections WHERE user_id = ${userId} ORDER BY created_at, id`
-          : sql<RawRow[]>`SELECT * FROM connections WHERE user_id = ${userId} AND status <> 'stopped' ORDER BY created_at, id`,
+          ? sql<ConnectionRawRow[]>`SELECT * FROM connections WHERE user_id = ${userId} ORDER BY created_at, id`
+          : sql<ConnectionRawRow[]>`SELECT * FROM connections WHERE user_id = ${userId} AND status <> 'stopped' ORDER BY created_at, id`,
       );
     },
     listActive() {
-      return rows(sql<RawRow[]>`SELECT * FROM connections WHERE status <> 'stopped' ORDER BY created_at, id`);
+      return rows(sql<ConnectionRawRow[]>`SELECT * FROM connections WHERE status <> 'stopped' ORDER BY created_at, id`);
     },
     countActiveByUser(userId) {
       return count(sql`SELECT count(*) AS n FROM connections WHERE user_id = ${userId} AND status <> 'stopped'`);
@@ -65,16 +29,16 @@ export function pgConnectionsRepo({ sql }: PgScope): Async<ReturnType<typeof con
       return count(sql`SELECT count(*) AS n FROM connections WHERE status <> 'stopped'`);
     },
     async findIdle(userId) {
-      const [r] = await sql<RawRow[]>`SELECT * FROM connections WHERE user_id = ${userId}
+      const [r] = await sql<ConnectionRawRow[]>`SELECT * FROM connections WHERE user_id = ${userId}
         AND status IN ('starting','scan_qr','reconnecting') AND jid IS NULL ORDER BY created_at DESC LIMIT 1`;
-      return r && toRow(r);
+      return r && connectionOfRow(r);
     },
     async insert(c) {
       const now = nowIso();
-      const [r] = await sql<RawRow[]>`INSERT INTO connections (id, user_id, name, worker_id, session_name, status, created_at, updated_at)
+      const [r] = await sql<ConnectionRawRow[]>`INSERT INTO connections (id, user_id, name, worker_id, session_name, status, created_at, updated_at)
         VALUES (${c.id}, ${c.userId}, ${c.name}, ${c.workerId}, ${sessionNameFor(c.userId, c.id)}, 'starting', ${now}, ${now})
         RETURNING *`;
-      return toRow(r!);
+      return connectionOfRow(r!);
     },
     async setStatus(id, status, reason) {
       await sql`UPDATE connections SET status = ${status}, status_reason = ${reason}, updated_at = ${nowIso()} WHERE id = ${id}`;

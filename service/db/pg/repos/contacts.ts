@@ -1,7 +1,7 @@
 /** The `contacts` table on PostgreSQL: pgContactsRepo is contactsRepo (service/db/contacts.ts), asynchronous. */
 import { pgText } from './message-scope.ts';
 import type { PgScope } from './scope.ts';
-import type { Contact } from '../../contacts.ts';
+import { contactOfRow, type Contact, type ContactRawRow } from '../../contacts.ts';
 
 export function pgContactsRepo({ sql }: PgScope) {
   return {
@@ -58,23 +58,10 @@ export function pgContactsRepo({ sql }: PgScope) {
     },
     /** contactsRepo.list: by name without ASCII case (SQLite's NOCASE: lower() under "C" folds ASCII only), then JID. */
     async list(connectionId: string, opts: { limit: number; offset: number }): Promise<Contact[]> {
-      const rows = await sql<
-        Array<{
-          jid: string;
-          name: string | null;
-          push_name: string | null;
-          phone_number: string | null;
-          is_group: boolean;
-        }>
-      >`
+      const rows = await sql<ContactRawRow[]>`
         SELECT jid, name, push_name, phone_number, is_group FROM contacts WHERE connection_id = ${connectionId}
         ORDER BY lower(COALESCE(name, push_name, jid) COLLATE "C") COLLATE "C", jid LIMIT ${opts.limit} OFFSET ${opts.offset}`;
-      return rows.map((r) => ({
-        jid: r.jid,
-        name: r.name ?? r.push_name ?? '',
-        phoneNumber: r.phone_number ?? '',
-        isGroup: r.is_group,
-      }));
+      return rows.map(contactOfRow);
     },
   };
 }

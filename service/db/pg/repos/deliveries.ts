@@ -6,45 +6,17 @@
  */
 import type postgres from 'postgres';
 import { nowIso } from '../../database.ts';
-import { HELD_TOO_LONG, type ClaimedDelivery, type DeliveryRow, type DeliveryStatus, type deliveriesRepo } from '../../deliveries.ts';
+import {
+  HELD_TOO_LONG,
+  claimedOfRows,
+  deliveryOfRow,
+  type ClaimedDelivery,
+  type ClaimedRawRow,
+  type DeliveryRawRow,
+  type deliveriesRepo,
+} from '../../deliveries.ts';
 import type { Async } from '../../store-api.ts';
 import type { PgScope } from './scope.ts';
-
-interface RawRow {
-  id: string;
-  webhook_id: string;
-  user_id: string;
-  event_seq: number;
-  msg_id: string;
-  event_type: string;
-  body: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: number;
-  last_status: number | null;
-  last_error: string | null;
-  replay_of: string | null;
-  delivered_at: string | null;
-  created_at: string;
-}
-
-const toRow = (r: RawRow): DeliveryRow => ({
-  id: r.id,
-  webhookId: r.webhook_id,
-  userId: r.user_id,
-  eventSeq: r.event_seq,
-  msgId: r.msg_id,
-  eventType: r.event_type,
-  body: r.body,
-  status: r.status,
-  attempts: r.attempts,
-  nextAttemptAt: r.next_attempt_at,
-  lastStatus: r.last_status,
-  lastError: r.last_error,
-  replayOf: r.replay_of,
-  deliveredAt: r.delivered_at,
-  createdAt: r.created_at,
-});
 
 const COLUMNS = ['id', 'webhook_id', 'user_id', 'event_seq', 'msg_id', 'event_type', 'body', 'status', 'attempts',
   'next_attempt_at', 'last_status', 'last_error', 'replay_of', 'delivered_at', 'created_at'];
@@ -71,12 +43,12 @@ export function pgDeliveriesRepo(scope: PgScope): Async<ReturnType<typeof delive
           ${claimed ? 1 : 0}, ${d.nextAttemptAt}, ${claimed ? (d.leaseUntil ?? null) : null}, ${d.replayOf ?? null}, ${now})`;
     },
     async get(id) {
-      const [r] = await sql<RawRow[]>`SELECT ${sql(COLUMNS)} FROM webhook_deliveries WHERE id = ${id}`;
-      return r && toRow(r);
+      const [r] = await sql<DeliveryRawRow[]>`SELECT ${sql(COLUMNS)} FROM webhook_deliveries WHERE id = ${id}`;
+      return r && deliveryOfRow(r);
     },
     async logs(webhookId, limit = 100) {
-      return (await sql<RawRow[]>`SELECT ${sql(COLUMNS)} FROM webhook_deliveries WHERE webhook_id = ${webhookId}
-        ORDER BY created_at DESC, ord DESC LIMIT ${limit}`).map(toRow);
+      return (await sql<DeliveryRawRow[]>`SELECT ${sql(COLUMNS)} FROM webhook_deliveries WHERE webhook_id = ${webhookId}
+        ORDER BY created_at DESC, ord DESC LIMIT ${limit}`).map(deliveryOfRow);
     },
     async hasDue(webhookId, now) {
       return (await sql`SELECT 1 FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
@@ -92,15 +64,12 @@ export function pgDeliveriesRepo(scope: PgScope): Async<ReturnType<typeof delive
         const out: ClaimedDelivery[] = [];
         for (const [webhookId, limit] of want) {
           if (limit <= 0) continue;
-          const rows = await t<Array<{ id: string; webhook_id: string; msg_id: string; body: string; attempts: number; next_attempt_at: number }>>`
+          const rows = await t<ClaimedRawRow[]>`
             UPDATE webhook_deliveries SET status = 'delivering', attempts = attempts + 1, lease_until = ${leaseUntil}
             WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
                          AND next_attempt_at <= ${now} ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
             RETURNING id, webhook_id, msg_id, body, attempts, next_attempt_at`;
-          rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
-          for (const r of rows) {
-            out.push({ id: r.id, webhookId: r.webhook_id, msgId: r.msg_id, body: r.body, attempts: r.attempts, nextAttemptAt: r.next_attempt_at });
-          }
+          for (const d of claimedOfRows(rows)) out.push(d);
         }
         return out;
       });

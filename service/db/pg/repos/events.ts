@@ -6,25 +6,9 @@
  * (docs/architecture.md § Storage engines).
  */
 import { nowIso } from '../../database.ts';
-import type { eventsRepo, LoggedEvent } from '../../events.ts';
+import { eventOfRow, type EventRawRow, type eventsRepo } from '../../events.ts';
 import type { Async } from '../../store-api.ts';
 import type { PgScope } from './scope.ts';
-
-interface RawRow {
-  seq: number;
-  type: string;
-  connection_id: string | null;
-  payload: string;
-  created_at: string;
-}
-
-const toEvent = (r: RawRow): LoggedEvent => ({
-  seq: r.seq,
-  event: r.type,
-  connectionId: r.connection_id,
-  payload: JSON.parse(r.payload) as Record<string, unknown>,
-  timestamp: r.created_at,
-});
 
 export function pgEventsRepo({ sql }: PgScope): Async<ReturnType<typeof eventsRepo>> {
   return {
@@ -40,17 +24,17 @@ export function pgEventsRepo({ sql }: PgScope): Async<ReturnType<typeof eventsRe
       return { seq: row.seq, event, connectionId, payload, timestamp };
     },
     async after(userId, after, limit) {
-      return (await sql<RawRow[]>`SELECT seq, type, connection_id, payload, created_at FROM events
-        WHERE user_id = ${userId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`).map(toEvent);
+      return (await sql<EventRawRow[]>`SELECT seq, type, connection_id, payload, created_at FROM events
+        WHERE user_id = ${userId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`).map(eventOfRow);
     },
     async afterFiltered(userId, after, limit, filter = {}) {
       const types = filter.types ? [...filter.types] : null;
       const connectionId = filter.connectionId ?? null;
-      return (await sql<RawRow[]>`SELECT seq, type, connection_id, payload, created_at FROM events
+      return (await sql<EventRawRow[]>`SELECT seq, type, connection_id, payload, created_at FROM events
         WHERE user_id = ${userId} AND seq > ${after}
           AND (${types}::text[] IS NULL OR type = ANY(${types}::text[]))
           AND (${connectionId}::text IS NULL OR connection_id = ${connectionId}::text)
-        ORDER BY seq LIMIT ${limit}`).map(toEvent);
+        ORDER BY seq LIMIT ${limit}`).map(eventOfRow);
     },
     async firstSeq(userId) {
       const [r] = await sql<Array<{ seq: number | null }>>`SELECT min(seq) AS seq FROM events WHERE user_id = ${userId}`;

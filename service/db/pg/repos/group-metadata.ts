@@ -1,14 +1,14 @@
 /** The `group_metadata` table on PostgreSQL: pgGroupMetadataRepo is groupMetadataRepo (service/db/group-metadata.ts), asynchronous. */
 import type { PgScope } from './scope.ts';
-import type { StoredGroupMetadata } from '../../group-metadata.ts';
+import { groupMetadataOfRow, type GroupMetadataRawRow, type StoredGroupMetadata } from '../../group-metadata.ts';
 
 export function pgGroupMetadataRepo({ sql }: PgScope) {
   return {
     /** Every stored group of a connection, by group id. */
     async list(connectionId: string): Promise<StoredGroupMetadata[]> {
-      const rows = await sql<Array<{ group_id: string; metadata: string; fetched_at: number }>>`
+      const rows = await sql<GroupMetadataRawRow[]>`
         SELECT group_id, metadata, fetched_at FROM group_metadata WHERE connection_id = ${connectionId} ORDER BY group_id`;
-      return rows.map((r) => ({ groupId: r.group_id, json: r.metadata, fetchedAt: r.fetched_at }));
+      return rows.map(groupMetadataOfRow);
     },
     /** groupMetadataRepo.put: `fetchedAt` null keeps the stored time (0 for a new group). */
     async put(connectionId: string, groupId: string, json: string, fetchedAt: number | null): Promise<void> {

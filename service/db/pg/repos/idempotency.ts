@@ -1,36 +1,14 @@
 /** PostgreSQL twin of service/db/idempotency.ts (same methods, same results, Promises). */
-import type { idempotencyRepo } from '../../idempotency.ts';
+import { idempotencyOfRow, type IdempotencyRawRow, type idempotencyRepo } from '../../idempotency.ts';
 import type { Async } from '../../store-api.ts';
 import type { PgScope } from './scope.ts';
-
-interface Row {
-  fingerprint: string;
-  route: string;
-  state: 'pending' | 'done';
-  message_id: string | null;
-  status_code: number | null;
-  content_type: string | null;
-  response: string | null;
-  created_at: string;
-}
 
 export function pgIdempotencyRepo({ sql }: PgScope): Async<ReturnType<typeof idempotencyRepo>> {
   return {
     async get(ref) {
-      const [r] = await sql<Row[]>`SELECT fingerprint, route, state, message_id, status_code, content_type, response, created_at
+      const [r] = await sql<IdempotencyRawRow[]>`SELECT fingerprint, route, state, message_id, status_code, content_type, response, created_at
         FROM idempotency_keys WHERE user_id = ${ref.userId} AND connection_id = ${ref.connectionId} AND key = ${ref.key}`;
-      if (!r) return undefined;
-      return {
-        fingerprint: r.fingerprint,
-        route: r.route,
-        state: r.state,
-        messageId: r.message_id,
-        answer:
-          r.state === 'done' && r.status_code !== null
-            ? { statusCode: r.status_code, contentType: r.content_type, body: r.response ?? '' }
-            : null,
-        createdAt: r.created_at,
-      };
+      return r && idempotencyOfRow(r);
     },
     async reserve(ref, request) {
       await sql`INSERT INTO idempotency_keys (user_id, connection_id, key, fingerprint, route, state, created_at)

@@ -5,84 +5,61 @@
  */
 import { nowIso } from '../../database.ts';
 import type { Async } from '../../store-api.ts';
-import { ALLOW_LAN_SETTING, type WebhookRow, type webhooksRepo } from '../../webhooks.ts';
+import {
+  ALLOW_LAN_SETTING,
+  allowLanOf,
+  patchedWebhook,
+  webhookOfRow,
+  webhookTargetOfRow,
+  type WebhookRawRow,
+  type WebhookTargetRawRow,
+  type webhooksRepo,
+} from '../../webhooks.ts';
 import type { PgScope } from './scope.ts';
-
-interface RawRow {
-  id: string;
-  user_id: string;
-  connection_id: string;
-  url: string;
-  events: string;
-  secret: string;
-  active: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-const toRow = (r: RawRow): WebhookRow => ({
-  id: r.id,
-  userId: r.user_id,
-  connectionId: r.connection_id,
-  url: r.url,
-  events: JSON.parse(r.events) as string[],
-  secret: r.secret,
-  active: r.active,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
 
 export function pgWebhooksRepo({ sql }: PgScope): Async<ReturnType<typeof webhooksRepo>> {
   return {
     async get(id) {
-      const [r] = await sql<RawRow[]>`SELECT * FROM webhooks WHERE id = ${id}`;
-      return r && toRow(r);
+      const [r] = await sql<WebhookRawRow[]>`SELECT * FROM webhooks WHERE id = ${id}`;
+      return r && webhookOfRow(r);
     },
     getCached(id) {
       return this.get(id);
     },
     async listByConnection(connectionId) {
-      return (await sql<RawRow[]>`SELECT * FROM webhooks WHERE connection_id = ${connectionId} ORDER BY created_at, id`).map(toRow);
+      return (await sql<WebhookRawRow[]>`SELECT * FROM webhooks WHERE connection_id = ${connectionId} ORDER BY created_at, id`).map(webhookOfRow);
     },
     async activeIds() {
       return (await sql<Array<{ id: string }>>`SELECT id FROM webhooks WHERE active`).map((r) => r.id);
     },
     async targets(connectionId) {
-      const rows = await sql<Array<{ id: string; events: string; active: boolean; session_name: string }>>`
+      const rows = await sql<WebhookTargetRawRow[]>`
         SELECT w.id, w.events, w.active, c.session_name FROM webhooks w JOIN connections c ON c.id = w.connection_id
         WHERE w.connection_id = ${connectionId} ORDER BY w.created_at, w.id`;
-      return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], active: r.active, sessionName: r.session_name }));
+      return rows.map(webhookTargetOfRow);
     },
     async forgetCache() {},
     async insert(w) {
       const now = nowIso();
-      const [r] = await sql<RawRow[]>`INSERT INTO webhooks (id, user_id, connection_id, url, events, secret, active, created_at, updated_at)
+      const [r] = await sql<WebhookRawRow[]>`INSERT INTO webhooks (id, user_id, connection_id, url, events, secret, active, created_at, updated_at)
         VALUES (${w.id}, ${w.userId}, ${w.connectionId}, ${w.url}, ${JSON.stringify(w.events)}, ${w.secret}, ${w.active}, ${now}, ${now})
         RETURNING *`;
-      return toRow(r!);
+      return webhookOfRow(r!);
     },
     async update(id, patch) {
       const cur = await this.get(id);
       if (!cur) return undefined;
-      const active = patch.active ?? cur.active;
-      const disabledReason = patch.disabledReason !== undefined ? patch.disabledReason : active ? null : cur.disabledReason;
-      const [r] = await sql<RawRow[]>`UPDATE webhooks SET url = ${patch.url ?? cur.url}, events = ${JSON.stringify(patch.events ?? cur.events)},
-        active = ${active}, disabled_reason = ${disabledReason}, updated_at = ${nowIso()} WHERE id = ${id} RETURNING *`;
-      return r && toRow(r);
+      const next = patchedWebhook(cur, patch);
+      const [r] = await sql<WebhookRawRow[]>`UPDATE webhooks SET url = ${next.url}, events = ${JSON.stringify(next.events)},
+        active = ${next.active}, disabled_reason = ${next.disabledReason}, updated_at = ${nowIso()} WHERE id = ${id} RETURNING *`;
+      return r && webhookOfRow(r);
     },
     async delete(id) {
       return (await sql`DELETE FROM webhooks WHERE id = ${id}`).count > 0;
     },
     async allowLanSetting() {
       const [r] = await sql<Array<{ value: string }>>`SELECT value FROM settings WHERE key = ${ALLOW_LAN_SETTING}`;
-      if (!r) return false;
-      try {
-        return JSON.parse(r.value) === true;
-      } catch {
-        return false;
-      }
+      return allowLanOf(r?.value);
     },
     async setAllowLanSetting(on) {
       await sql`INSERT INTO settings (key, value) VALUES (${ALLOW_LAN_SETTING}, ${JSON.stringify(on)})
