@@ -3,7 +3,7 @@
  * The paging cursor is opaque to clients: base64url of "<timestamp>:<id>" of the last message of a page.
  */
 import type { Statement } from 'better-sqlite3';
-import type { Db } from './database.ts';
+import { flagOf, type Db } from './database.ts';
 import { MediaUrls, mediaFileOfUrl } from './media-url.ts';
 import { MESSAGE_ITEM_SQL, itemId, itemJson, itemPosition } from './message-json.ts';
 import { searchIndex, type SearchIndex } from './search.ts';
@@ -157,11 +157,15 @@ export interface ChatPage<M> {
 
 export type MessagePage = ChatPage<Message>;
 
-interface RawRow {
+/**
+ * A `messages` row (COLUMNS, and `seq` where a page reads it) as either engine returns it (`from_me`, `is_forwarded`:
+ * SQLite 0/1, PostgreSQL boolean; `media`, `mentions` and `content` JSON text).
+ */
+export interface MessageRawRow {
   id: string;
   chat_id: string;
   key_id: string;
-  from_me: number;
+  from_me: number | boolean;
   timestamp: number;
   sender_jid: string;
   sender_push_name: string;
@@ -175,7 +179,7 @@ interface RawRow {
   kind: string;
   raw_type: string | null;
   content: string | null;
-  is_forwarded: number;
+  is_forwarded: number | boolean;
   raw?: Buffer | null;
   seq?: number;
 }
@@ -216,7 +220,8 @@ export function mediaOf(json: string, connectionId: string, urls: MediaUrls): Me
   return { url: urls.of(connectionId, file ?? (url !== undefined ? mediaFileOfUrl(url) : undefined) ?? ''), ...rest };
 }
 
-function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: Reaction[] = []): Message {
+/** The Message of a raw `messages` row of `connectionId`, with its media URL from `urls` and its `reactions`. */
+export function messageOfRow(r: MessageRawRow, connectionId: string, urls: MediaUrls, reactions: Reaction[] = []): Message {
   return {
     kind: r.kind as MessageKindName,
     rawType: r.raw_type,
@@ -224,7 +229,7 @@ function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: 
     id: r.id,
     chatId: r.chat_id,
     timestamp: r.timestamp,
-    fromMe: r.from_me === 1,
+    fromMe: flagOf(r.from_me),
     senderJid: r.sender_jid,
     senderPushName: r.sender_push_name,
     type: r.type as MessageType,
@@ -233,7 +238,7 @@ function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: 
     media: r.media ? mediaOf(r.media, connectionId, urls) : null,
     ack: r.ack,
     mentions: r.mentions ? (JSON.parse(r.mentions) as string[]) : [],
-    isForwarded: r.is_forwarded === 1,
+    isForwarded: flagOf(r.is_forwarded),
     editedAt: r.edited_at,
     reactions,
   };
@@ -268,11 +273,61 @@ export function newMessageRecord(m: MessageCore & { isForwarded?: boolean }): Me
   };
 }
 
-interface ReactionRow {
+/** A `message_reactions` row as either engine returns it. */
+export interface ReactionRawRow {
   message_id: string;
   sender_jid: string;
   emoji: string;
   timestamp: number;
+}
+
+/** Reactions rows grouped by message id, each message's in the rows' order. */
+export function reactionsByMessage(rows: readonly ReactionRawRow[]): Map<string, Reaction[]> {
+  const byId = new Map<string, Reaction[]>();
+  for (const r of rows) {
+    const list = byId.get(r.message_id) ?? [];
+    list.push({ senderJid: r.sender_jid, emoji: r.emoji, timestamp: r.timestamp });
+    byId.set(r.message_id, list);
+  }
+  return byId;
+}
+
+/** A `message_edits` row as either engine returns it. */
+export interface MessageEditRawRow {
+  edited_at: number;
+  previous_text: string;
+  text: string;
+}
+
+/** One entry of a message's edit history, of its raw `message_edits` row. */
+export const messageEditOfRow = (r: MessageEditRawRow): { editedAt: number; previousText: string; text: string } => ({
+  editedAt: r.edited_at,
+  previousText: r.previous_text,
+  text: r.text,
+});
+
+/** A `poll_votes` row as either engine returns it (`options`: JSON array of option names). */
+export interface PollVoteRawRow {
+  voter_jid: string;
+  options: string;
+}
+
+/** `poll` with its option counts and voters recounted from its votes (each voter counted once per option). */
+export function tallyPoll(poll: MessagePoll, votes: readonly PollVoteRawRow[]): MessagePoll {
+  const tallied: MessagePoll = {
+    ...poll,
+    options: poll.options.map((o) => ({ name: o.name, votes: 0, voters: [] as string[] })),
+  };
+  for (const v of votes) {
+    for (const name of JSON.parse(v.options) as string[]) {
+      const opt = tallied.options.find((o) => o.name === name);
+      if (opt && !opt.voters.includes(v.voter_jid)) {
+        opt.voters.push(v.voter_jid);
+        opt.votes++;
+      }
+    }
+  }
+  return tallied;
 }
 
 /** Message id of the spec's shape `<fromMe>_<chatId>_<key.id>` (docs/architecture.md § Ids). */
@@ -490,8 +545,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
   /** `reactionsOf` statements by the number of ids (pages have a handful of sizes; each is prepared once). */
   const reactionQueries = new Map<number, Statement>();
   function reactionsOf(connectionId: string, ids: string[]): Map<string, Reaction[]> {
-    const byId = new Map<string, Reaction[]>();
-    if (ids.length === 0) return byId;
+    if (ids.length === 0) return new Map();
     let query = reactionQueries.get(ids.length);
     if (!query) {
       query = db.prepare(
@@ -500,20 +554,14 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       );
       reactionQueries.set(ids.length, query);
     }
-    const rows = query.all(connectionId, ...ids) as ReactionRow[];
-    for (const r of rows) {
-      const list = byId.get(r.message_id) ?? [];
-      list.push({ senderJid: r.sender_jid, emoji: r.emoji, timestamp: r.timestamp });
-      byId.set(r.message_id, list);
-    }
-    return byId;
+    return reactionsByMessage(query.all(connectionId, ...ids) as ReactionRawRow[]);
   }
-  const withReactions = (connectionId: string, rows: RawRow[]): Message[] => {
+  const withReactions = (connectionId: string, rows: MessageRawRow[]): Message[] => {
     const reactions = reactionsOf(
       connectionId,
       rows.map((r) => r.id),
     );
-    return rows.map((r) => toMessage(r, connectionId, urls, reactions.get(r.id) ?? []));
+    return rows.map((r) => messageOfRow(r, connectionId, urls, reactions.get(r.id) ?? []));
   };
 
   const position = (r: { timestamp: number; seq?: number }): PagePosition => ({ timestamp: r.timestamp, seq: r.seq! });
@@ -523,15 +571,15 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     q.anyAfter.get(connectionId, chatId, at.timestamp, at.seq) !== undefined;
 
   const range = (connectionId: string, chatId: string, after: PagePosition, until = Number.MAX_SAFE_INTEGER, batch = 500): { messages: Message[]; next: PagePosition | null } => {
-    const rows = q.range.all(connectionId, chatId, after.timestamp, after.seq, until, batch) as RawRow[];
+    const rows = q.range.all(connectionId, chatId, after.timestamp, after.seq, until, batch) as MessageRawRow[];
     const last = rows[rows.length - 1];
     return { messages: withReactions(connectionId, rows), next: last && rows.length === batch ? position(last) : null };
   };
 
-  const objectPages = chatPages<RawRow, Message>({
-    first: (c, chat, n) => q.firstPage.all(c, chat, n) as RawRow[],
-    before: (c, chat, at, n) => q.pageBefore.all(c, chat, at.timestamp, at.seq, n) as RawRow[],
-    after: (c, chat, at, n) => q.pageAfter.all(c, chat, at.timestamp, at.seq, n) as RawRow[],
+  const objectPages = chatPages<MessageRawRow, Message>({
+    first: (c, chat, n) => q.firstPage.all(c, chat, n) as MessageRawRow[],
+    before: (c, chat, at, n) => q.pageBefore.all(c, chat, at.timestamp, at.seq, n) as MessageRawRow[],
+    after: (c, chat, at, n) => q.pageAfter.all(c, chat, at.timestamp, at.seq, n) as MessageRawRow[],
     position,
     finish: withReactions,
     oldest: oldestOf,
@@ -556,7 +604,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       }
       if (left.length > 0) {
         // The rows SQL left to JavaScript (structured content, unusual media) are read and built as `page` builds them.
-        const rows = left.map((i) => q.get.get(connectionId, itemId(items[i]!)) as RawRow);
+        const rows = left.map((i) => q.get.get(connectionId, itemId(items[i]!)) as MessageRawRow);
         withReactions(connectionId, rows).forEach((m, k) => (out[left[k]!] = m));
       }
       return out;
@@ -604,7 +652,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       return q.stateOf.get(connectionId, id) as { ack: number | null; kind: MessageKindName } | undefined;
     },
     get(connectionId: string, id: string): Message | undefined {
-      const r = q.get.get(connectionId, id) as RawRow | undefined;
+      const r = q.get.get(connectionId, id) as MessageRawRow | undefined;
       return r && withReactions(connectionId, [r])[0];
     },
     /**
@@ -612,13 +660,13 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
      * key id; the sender's fromMe perspective is not ours). Undefined when unknown.
      */
     findByChatAndKey(connectionId: string, chatId: string, keyId: string): Message | undefined {
-      const r = q.byChatAndKey.get(connectionId, chatId, keyId) as RawRow | undefined;
+      const r = q.byChatAndKey.get(connectionId, chatId, keyId) as MessageRawRow | undefined;
       return r && withReactions(connectionId, [r])[0];
     },
     /** Any message with this key id (media file names are `<key id>.<ext>`). */
     findByKeyId(connectionId: string, keyId: string): Message | undefined {
-      const r = q.byKey.get(connectionId, keyId) as RawRow | undefined;
-      return r && toMessage(r, connectionId, urls);
+      const r = q.byKey.get(connectionId, keyId) as MessageRawRow | undefined;
+      return r && messageOfRow(r, connectionId, urls);
     },
     /** Replaces the stored WebMessageInfo bytes (after a media re-upload rewrote the media's directPath). */
     setRaw(connectionId: string, id: string, raw: Uint8Array): void {
@@ -629,7 +677,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
      * the new text when it is this message.
      */
     edit(connectionId: string, id: string, text: string, editedAt: number): void {
-      const current = q.get.get(connectionId, id) as RawRow | undefined;
+      const current = q.get.get(connectionId, id) as MessageRawRow | undefined;
       if (!current) return;
       q.addEdit.run(connectionId, id, editedAt, current.text, text);
       q.setText.run(text, editedAt, connectionId, id);
@@ -638,11 +686,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
     },
     /** Edit history of a message, oldest first. */
     edits(connectionId: string, id: string): Array<{ editedAt: number; previousText: string; text: string }> {
-      return (q.edits.all(connectionId, id) as Array<{ edited_at: number; previous_text: string; text: string }>).map((r) => ({
-        editedAt: r.edited_at,
-        previousText: r.previous_text,
-        text: r.text,
-      }));
+      return (q.edits.all(connectionId, id) as MessageEditRawRow[]).map(messageEditOfRow);
     },
     /** A stored poll: its record, `messageSecret` and raw WebMessageInfo; undefined when `id` is not a poll. */
     poll(connectionId: string, id: string): { poll: MessagePoll; secret: Buffer | null; raw: Buffer | null } | undefined {
@@ -659,20 +703,7 @@ export function messagesRepo(db: Db, search: SearchIndex = searchIndex(db), urls
       const content = r && contentOf(r.content);
       if (!content?.poll) return undefined;
       q.setVote.run(connectionId, pollId, voterJid, JSON.stringify(options), timestamp);
-      const votes = q.votes.all(connectionId, pollId) as Array<{ voter_jid: string; options: string }>;
-      const poll: MessagePoll = {
-        ...content.poll,
-        options: content.poll.options.map((o) => ({ name: o.name, votes: 0, voters: [] as string[] })),
-      };
-      for (const v of votes) {
-        for (const name of JSON.parse(v.options) as string[]) {
-          const opt = poll.options.find((o) => o.name === name);
-          if (opt && !opt.voters.includes(v.voter_jid)) {
-            opt.voters.push(v.voter_jid);
-            opt.votes++;
-          }
-        }
-      }
+      const poll = tallyPoll(content.poll, q.votes.all(connectionId, pollId) as PollVoteRawRow[]);
       q.setContent.run(contentJson({ ...content, poll }), connectionId, pollId);
       return poll;
     },

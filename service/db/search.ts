@@ -46,22 +46,29 @@ export function searchBody(texts: ReadonlyArray<string | null | undefined>): str
 }
 
 /** A tag token: the prefix and the value's letters and digits, lowercased (a pre-filter; exact filters follow). */
-function tag(prefix: string, value: string): string {
+export function tag(prefix: string, value: string): string {
   return prefix + value.toLowerCase().replace(/[^0-9a-z]/g, '');
 }
 
-function tagsOf(r: { connection_id: string; chat_id: string; sender_jid: string; type: string; from_me: number }): string {
+/** The tag tokens of a `messages` row as either engine returns it (`from_me`: SQLite 0/1, PostgreSQL boolean). */
+export function searchTags(r: { connection_id: string; chat_id: string; sender_jid: string; type: string; from_me: number | boolean }): string[] {
   return [
     tag('c', r.connection_id),
     tag('k', r.chat_id),
     tag('s', r.sender_jid),
     tag('t', r.type),
     r.from_me ? 'f1' : 'f0',
-  ].join(' ');
+  ];
+}
+
+/** The searchable `body` of a `messages` row read with its SEARCH_SOURCES columns ("" for a revoked message). */
+export function indexBodyOf(r: { type: string; [column: string]: unknown }): string {
+  if (r.type === 'revoked') return '';
+  return searchBody(SEARCH_SOURCES.map((s) => (s.text ? s.text(r[s.column]) : (r[s.column] as string | null))));
 }
 
 /** A snippet as FTS5 returns it, without the zero-width spaces the index inserted. */
-function cleanSnippet(s: string): string {
+export function cleanSnippet(s: string): string {
   return s.replaceAll(ZWSP, '');
 }
 
@@ -180,9 +187,10 @@ export interface SearchPage {
  * A decoded search cursor: an FTS rowid to continue below (recent), or an offset into the ranking together with
  * the rowid floor of the ranked window (relevance), so every page ranks the same window.
  */
-type SearchCursor = { rowid: bigint } | { offset: number; floor: bigint };
+export type SearchCursor = { rowid: bigint } | { offset: number; floor: bigint };
 
-function encodeSearchCursor(c: SearchCursor): string {
+/** The opaque `nextBefore` of a search cursor (decodeSearchCursor reads it back). */
+export function encodeSearchCursor(c: SearchCursor): string {
   return Buffer.from('rowid' in c ? `r${c.rowid}` : `o${c.offset}:${c.floor}`).toString('base64url');
 }
 
@@ -196,7 +204,26 @@ export function decodeSearchCursor(s: string): SearchCursor | undefined {
   return m[1] !== undefined ? { rowid: BigInt(m[1]) } : { offset: Number(m[2]), floor: BigInt(m[3]!) };
 }
 
-const MAX_ROWID = (1n << 63n) - 1n;
+/** The largest FTS rowid: an upper bound of MAX_ROWID bounds nothing. */
+export const MAX_ROWID = (1n << 63n) - 1n;
+
+/** The tags every hit must carry for the filters `f` (chat, sender, type, side); the connection tags are any-of. */
+export function filterTags(f: SearchFilters): string[] {
+  const all: string[] = [];
+  if (f.chatId !== undefined) all.push(tag('k', f.chatId));
+  if (f.senderJid !== undefined) all.push(tag('s', f.senderJid));
+  if (f.type !== undefined) all.push(tag('t', f.type));
+  if (f.fromMe !== undefined) all.push(f.fromMe ? 'f1' : 'f0');
+  return all;
+}
+
+/** The highest rowid a hit may have: before `until`'s next second and below a `recent` cursor; MAX_ROWID for none. */
+export function rowidUpperBound(f: SearchFilters, cursor: SearchCursor | undefined): bigint {
+  let upper = MAX_ROWID;
+  if (f.until !== undefined) upper = f.until < 0 ? -1n : ((BigInt(Math.min(f.until, 2147483647)) + 1n) << 32n) - 1n;
+  if (cursor && 'rowid' in cursor && cursor.rowid - 1n < upper) upper = cursor.rowid - 1n;
+  return upper;
+}
 
 interface IndexSourceRow {
   connection_id: string;
@@ -240,10 +267,9 @@ export function searchIndex(db: Db) {
   /** (Re)writes one message's index row; OR REPLACE: a stale row at the same rowid can never fail the message's write. */
   function indexRow(r: IndexSourceRow, fresh = false): void {
     if (!fresh) q.remove.run(r.connection_id, r.id);
-    if (r.type === 'revoked') return;
-    const body = searchBody(SEARCH_SOURCES.map((s) => (s.text ? s.text(r[s.column]) : (r[s.column] as string | null))));
+    const body = indexBodyOf(r);
     if (body.trim() === '') return;
-    q.insert.run(body, tagsOf(r), r.connection_id, r.id);
+    q.insert.run(body, searchTags(r).join(' '), r.connection_id, r.id);
   }
 
   /** Search statements by their shape (filters present, order), prepared once each. */
@@ -289,12 +315,7 @@ export function searchIndex(db: Db) {
       if (opts.before !== undefined && (!cursor || ('rowid' in cursor) !== (opts.order === 'recent'))) {
         throw badRequest('querystring/before is not a valid cursor for this order');
       }
-      const all: string[] = [];
-      if (f.chatId !== undefined) all.push(tag('k', f.chatId));
-      if (f.senderJid !== undefined) all.push(tag('s', f.senderJid));
-      if (f.type !== undefined) all.push(tag('t', f.type));
-      if (f.fromMe !== undefined) all.push(f.fromMe ? 'f1' : 'f0');
-      const match = matchExpression(terms, { any: f.connectionIds.map((c) => tag('c', c)), all });
+      const match = matchExpression(terms, { any: f.connectionIds.map((c) => tag('c', c)), all: filterTags(f) });
 
       const where: string[] = ['message_search MATCH @match', `s.connection_id IN (SELECT value FROM json_each(@connections))`];
       const params: Record<string, unknown> = { match, connections: JSON.stringify(f.connectionIds), limit: BigInt(opts.limit + 1) };
@@ -323,9 +344,7 @@ export function searchIndex(db: Db) {
         where.push('s.rowid >= @sinceRow');
         params.sinceRow = BigInt(Math.max(0, f.since)) << 32n;
       }
-      let upper = MAX_ROWID;
-      if (f.until !== undefined) upper = f.until < 0 ? -1n : ((BigInt(Math.min(f.until, 2147483647)) + 1n) << 32n) - 1n;
-      if (cursor && 'rowid' in cursor && cursor.rowid - 1n < upper) upper = cursor.rowid - 1n;
+      const upper = rowidUpperBound(f, cursor);
       if (upper !== MAX_ROWID) {
         where.push('s.rowid <= @upperRow');
         params.upperRow = upper;

@@ -17,67 +17,31 @@ import {
   contentOf,
   encodeCursor,
   mediaColumn,
-  mediaOf,
+  messageEditOfRow,
+  messageOfRow,
   rangeStart,
+  reactionsByMessage,
+  tallyPoll,
   type ChatPage,
   type Message,
+  type MessageEditRawRow,
   type MessageKindName,
   type MessagePoll,
-  type MessageType,
+  type MessageRawRow,
   type PagePosition,
+  type PollVoteRawRow,
   type Reaction,
+  type ReactionRawRow,
   type StoredMessage,
 } from '../../messages.ts';
 import { atomically, pgText } from './message-scope.ts';
 import type { PgScope, Queryable } from './scope.ts';
 import { indexEntryOf, writeIndexRow, type PgIndexSource } from './search.ts';
 
-interface RawRow {
-  id: string;
-  chat_id: string;
-  key_id: string;
-  from_me: boolean;
-  timestamp: number;
-  sender_jid: string;
-  sender_push_name: string;
-  type: string;
-  text: string;
-  quoted_id: string | null;
-  media: string | null;
-  ack: number | null;
-  edited_at: number | null;
-  mentions: string | null;
-  kind: string;
-  raw_type: string | null;
-  content: string | null;
-  is_forwarded: boolean;
-  seq: number;
-}
-
 const COLUMNS = `id, chat_id, key_id, from_me, timestamp, sender_jid, sender_push_name, type, text, quoted_id, media, ack, edited_at, mentions, kind, raw_type, content, is_forwarded, seq`;
 
-function toMessage(r: RawRow, connectionId: string, urls: MediaUrls, reactions: Reaction[] = []): Message {
-  return {
-    kind: r.kind as MessageKindName,
-    rawType: r.raw_type,
-    ...contentOf(r.content),
-    id: r.id,
-    chatId: r.chat_id,
-    timestamp: r.timestamp,
-    fromMe: r.from_me,
-    senderJid: r.sender_jid,
-    senderPushName: r.sender_push_name,
-    type: r.type as MessageType,
-    text: r.text,
-    quotedMessageId: r.quoted_id,
-    media: r.media ? mediaOf(r.media, connectionId, urls) : null,
-    ack: r.ack,
-    mentions: r.mentions ? (JSON.parse(r.mentions) as string[]) : [],
-    isForwarded: r.is_forwarded,
-    editedAt: r.edited_at,
-    reactions,
-  };
-}
+/** A `messages` row as these queries read it: COLUMNS, `seq` included. */
+type SeqRawRow = MessageRawRow & { seq: number };
 
 const position = (r: { timestamp: number; seq: number }): PagePosition => ({ timestamp: r.timestamp, seq: r.seq });
 
@@ -86,39 +50,32 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
   const cols = sql.unsafe(COLUMNS);
 
   async function reactionsOf(connectionId: string, ids: string[]): Promise<Map<string, Reaction[]>> {
-    const byId = new Map<string, Reaction[]>();
-    if (ids.length === 0) return byId;
-    const rows = await sql<Array<{ message_id: string; sender_jid: string; emoji: string; timestamp: number }>>`
+    if (ids.length === 0) return new Map();
+    return reactionsByMessage(await sql<ReactionRawRow[]>`
       SELECT message_id, sender_jid, emoji, timestamp FROM message_reactions
-      WHERE connection_id = ${connectionId} AND message_id = ANY(${ids}::text[]) ORDER BY timestamp, sender_jid`;
-    for (const r of rows) {
-      const list = byId.get(r.message_id) ?? [];
-      list.push({ senderJid: r.sender_jid, emoji: r.emoji, timestamp: r.timestamp });
-      byId.set(r.message_id, list);
-    }
-    return byId;
+      WHERE connection_id = ${connectionId} AND message_id = ANY(${ids}::text[]) ORDER BY timestamp, sender_jid`);
   }
-  async function withReactions(connectionId: string, rows: readonly RawRow[]): Promise<Message[]> {
+  async function withReactions(connectionId: string, rows: readonly SeqRawRow[]): Promise<Message[]> {
     const reactions = await reactionsOf(
       connectionId,
       rows.map((r) => r.id),
     );
-    return rows.map((r) => toMessage(r, connectionId, urls, reactions.get(r.id) ?? []));
+    return rows.map((r) => messageOfRow(r, connectionId, urls, reactions.get(r.id) ?? []));
   }
-  async function getRow(connectionId: string, id: string): Promise<RawRow | undefined> {
-    const [r] = await sql<RawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND id = ${id}`;
+  async function getRow(connectionId: string, id: string): Promise<SeqRawRow | undefined> {
+    const [r] = await sql<SeqRawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND id = ${id}`;
     return r;
   }
 
   // ---- keyset paging (messages.ts chatPages, asynchronous) ----
   const first = (c: string, chat: string, n: number) =>
-    sql<RawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
+    sql<SeqRawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
       ORDER BY timestamp DESC, seq DESC LIMIT ${n}`;
   const before = (c: string, chat: string, at: PagePosition, n: number) =>
-    sql<RawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
+    sql<SeqRawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
       AND (timestamp, seq) < (${at.timestamp}::bigint, ${at.seq}::bigint) ORDER BY timestamp DESC, seq DESC LIMIT ${n}`;
   const after = (c: string, chat: string, at: PagePosition, n: number) =>
-    sql<RawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
+    sql<SeqRawRow[]>`SELECT ${cols} FROM messages WHERE connection_id = ${c} AND chat_id = ${chat}
       AND (timestamp, seq) > (${at.timestamp}::bigint, ${at.seq}::bigint) ORDER BY timestamp ASC, seq ASC LIMIT ${n}`;
   async function oldest(c: string, chat: string): Promise<number | undefined> {
     const [r] = await sql<Array<{ timestamp: number }>>`
@@ -193,7 +150,7 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
     batch = 500,
   ): Promise<{ messages: Message[]; next: PagePosition | null }> {
     const rows = await sql<
-      RawRow[]
+      SeqRawRow[]
     >`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND chat_id = ${chatId}
       AND (timestamp, seq) > (${from.timestamp}::bigint, ${from.seq}::bigint) AND timestamp <= ${until}::bigint
       ORDER BY timestamp ASC, seq ASC LIMIT ${batch}`;
@@ -285,16 +242,16 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
     },
     /** messagesRepo.findByChatAndKey: the message of a chat with this key id, whichever side sent it. */
     async findByChatAndKey(connectionId: string, chatId: string, keyId: string): Promise<Message | undefined> {
-      const [r] = await sql<RawRow[]>`SELECT ${cols} FROM messages
+      const [r] = await sql<SeqRawRow[]>`SELECT ${cols} FROM messages
         WHERE connection_id = ${connectionId} AND chat_id = ${chatId} AND key_id = ${keyId} ORDER BY from_me LIMIT 2`;
       return r && (await withReactions(connectionId, [r]))[0];
     },
     /** messagesRepo.findByKeyId (without reactions, as on SQLite; the first by id, the order of SQLite's key index). */
     async findByKeyId(connectionId: string, keyId: string): Promise<Message | undefined> {
       const [r] = await sql<
-        RawRow[]
+        SeqRawRow[]
       >`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND key_id = ${keyId} ORDER BY id LIMIT 1`;
-      return r && toMessage(r, connectionId, urls);
+      return r && messageOfRow(r, connectionId, urls);
     },
     /** messagesRepo.setRaw. */
     async setRaw(connectionId: string, id: string, raw: Uint8Array): Promise<void> {
@@ -304,7 +261,7 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
     edit(connectionId: string, id: string, text: string, editedAt: number): Promise<void> {
       return atomically(scope, async (sql) => {
         const [current] = await sql<
-          RawRow[]
+          SeqRawRow[]
         >`SELECT ${cols} FROM messages WHERE connection_id = ${connectionId} AND id = ${id}`;
         if (!current) return;
         const next = pgText(text);
@@ -322,10 +279,10 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
       connectionId: string,
       id: string,
     ): Promise<Array<{ editedAt: number; previousText: string; text: string }>> {
-      const rows = await sql<Array<{ edited_at: number; previous_text: string; text: string }>>`
+      const rows = await sql<MessageEditRawRow[]>`
         SELECT edited_at, previous_text, text FROM message_edits WHERE connection_id = ${connectionId} AND message_id = ${id}
         ORDER BY edited_at, ord`;
-      return rows.map((r) => ({ editedAt: r.edited_at, previousText: r.previous_text, text: r.text }));
+      return rows.map(messageEditOfRow);
     },
     /** messagesRepo.poll: undefined when `id` is not a poll. */
     async poll(
@@ -354,21 +311,9 @@ export function pgMessagesRepo(scope: PgScope, urls: MediaUrls = new MediaUrls()
         VALUES (${connectionId}, ${pollId}, ${voterJid}, ${JSON.stringify(options)}, ${timestamp})
         ON CONFLICT (connection_id, poll_id, voter_jid) DO UPDATE SET options = excluded.options, timestamp = excluded.timestamp
         WHERE excluded.timestamp >= v.timestamp`;
-        const votes = await sql<Array<{ voter_jid: string; options: string }>>`
+        const votes = await sql<PollVoteRawRow[]>`
         SELECT voter_jid, options FROM poll_votes WHERE connection_id = ${connectionId} AND poll_id = ${pollId} ORDER BY timestamp, voter_jid`;
-        const poll: MessagePoll = {
-          ...content.poll,
-          options: content.poll.options.map((o) => ({ name: o.name, votes: 0, voters: [] as string[] })),
-        };
-        for (const v of votes) {
-          for (const name of JSON.parse(v.options) as string[]) {
-            const opt = poll.options.find((o) => o.name === name);
-            if (opt && !opt.voters.includes(v.voter_jid)) {
-              opt.voters.push(v.voter_jid);
-              opt.votes++;
-            }
-          }
-        }
+        const poll = tallyPoll(content.poll, votes);
         await sql`UPDATE messages SET content = ${contentJson({ ...content, poll })} WHERE connection_id = ${connectionId} AND id = ${pollId}`;
         return poll;
       });

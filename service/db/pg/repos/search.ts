@@ -12,11 +12,17 @@
 import { atomically } from './message-scope.ts';
 import type { PgScope, Queryable } from './scope.ts';
 import {
+  MAX_ROWID,
   RELEVANCE_WINDOW,
-  SEARCH_SOURCES,
+  cleanSnippet,
   decodeSearchCursor,
+  encodeSearchCursor,
+  filterTags,
+  indexBodyOf,
   parseSearchQuery,
-  searchBody,
+  rowidUpperBound,
+  searchTags,
+  tag,
   type SearchFilters,
   type SearchPage,
 } from '../../search.ts';
@@ -48,21 +54,6 @@ export interface PgIndexSource {
   media: string | null;
 }
 
-/** search.ts `tag`: prefix + the value's lowercased letters and digits. */
-function tag(prefix: string, value: string): string {
-  return prefix + value.toLowerCase().replace(/[^0-9a-z]/g, '');
-}
-
-function tagsOf(r: Pick<PgIndexSource, 'connection_id' | 'chat_id' | 'sender_jid' | 'type' | 'from_me'>): string[] {
-  return [
-    tag('c', r.connection_id),
-    tag('k', r.chat_id),
-    tag('s', r.sender_jid),
-    tag('t', r.type),
-    r.from_me ? 'f1' : 'f0',
-  ];
-}
-
 /** The FTS5 rowid of a message (search.ts ROWID_SQL). */
 function rowidOf(timestamp: number, seq: number): bigint {
   return (BigInt(Math.min(Math.max(timestamp, 0), 2147483647)) << 32n) | (BigInt(seq) & 0xffffffffn);
@@ -80,14 +71,10 @@ export interface IndexEntry {
 
 /** The index entry of a `messages` row (its columns as stored; `timestamp` and `seq` are not read). */
 export function indexEntryOf(r: Omit<PgIndexSource, 'timestamp' | 'seq'>): IndexEntry | null {
-  const row = r as unknown as Record<string, unknown>;
-  const body =
-    r.type === 'revoked'
-      ? ''
-      : searchBody(SEARCH_SOURCES.map((s) => (s.text ? s.text(row[s.column]) : (row[s.column] as string | null))));
+  const body = indexBodyOf(r as unknown as Record<string, unknown> & { type: string });
   if (body.trim() === '') return null;
   const tokens = tokenize(body);
-  return { body, ntokens: tokens.length, tags: tagsOf(r), tsv: tsvectorLiteral(tokens) };
+  return { body, ntokens: tokens.length, tags: searchTags(r), tsv: tsvectorLiteral(tokens) };
 }
 
 /**
@@ -108,27 +95,11 @@ export async function writeIndexRow(sql: Queryable, r: PgIndexSource, fresh = fa
       rowid = excluded.rowid, body = excluded.body, ntokens = excluded.ntokens, tags = excluded.tags, tsv = excluded.tsv`;
 }
 
-const MAX_ROWID = (1n << 63n) - 1n;
-
-type SearchCursor = NonNullable<ReturnType<typeof decodeSearchCursor>>;
-
-function encodeSearchCursor(c: SearchCursor): string {
-  return Buffer.from('rowid' in c ? `r${c.rowid}` : `o${c.offset}:${c.floor}`).toString('base64url');
-}
-
 /** The snippet of a hit: FTS5's snippet(message_search, 0, '«', '»', '…', 16) without the index's zero-width spaces. */
 function snippetOf(body: string, include: readonly Phrase[]): string {
   const tokens = tokenize(body);
-  return snippet(
-    body,
-    tokens,
-    instancesOf(tokens, include),
-    include.map((p) => p.tokens.length),
-    '«',
-    '»',
-    '…',
-    16,
-  ).replaceAll('\u200b', '');
+  const lengths = include.map((p) => p.tokens.length);
+  return cleanSnippet(snippet(body, tokens, instancesOf(tokens, include), lengths, '«', '»', '…', 16));
 }
 
 export type PgSearchIndex = ReturnType<typeof pgSearchIndex>;
@@ -174,16 +145,10 @@ export function pgSearchIndex(scope: PgScope) {
       const tsq = tsqueryLiteral(include, exclude);
       if (tsq === null) return { hits: [], nextBefore: null };
       const anyTags = f.connectionIds.map((c) => tag('c', c));
-      const allTags: string[] = [];
-      if (f.chatId !== undefined) allTags.push(tag('k', f.chatId));
-      if (f.senderJid !== undefined) allTags.push(tag('s', f.senderJid));
-      if (f.type !== undefined) allTags.push(tag('t', f.type));
-      if (f.fromMe !== undefined) allTags.push(f.fromMe ? 'f1' : 'f0');
+      const allTags = filterTags(f);
 
       const lower: bigint | undefined = f.since !== undefined ? BigInt(Math.max(0, f.since)) << 32n : undefined;
-      let upper = MAX_ROWID;
-      if (f.until !== undefined) upper = f.until < 0 ? -1n : ((BigInt(Math.min(f.until, 2147483647)) + 1n) << 32n) - 1n;
-      if (cursor && 'rowid' in cursor && cursor.rowid - 1n < upper) upper = cursor.rowid - 1n;
+      const upper = rowidUpperBound(f, cursor);
       const bounds = sql`${lower !== undefined ? sql`AND s.rowid >= ${lower.toString()}::bigint` : sql``}
         ${upper !== MAX_ROWID ? sql`AND s.rowid <= ${upper.toString()}::bigint` : sql``}`;
 
