@@ -51,7 +51,7 @@ export function tag(prefix: string, value: string): string {
 }
 
 /** The tag tokens of a `messages` row as either engine returns it (`from_me`: SQLite 0/1, PostgreSQL boolean). */
-export function searchTags(r: { connection_id: string; chat_id: string; sender_jid: string; type: string; from_me: number | boolean }): string[] {
+export function searchTags(r: Omit<IndexSourceRawRow, 'id'>): string[] {
   return [
     tag('c', r.connection_id),
     tag('k', r.chat_id),
@@ -225,14 +225,45 @@ export function rowidUpperBound(f: SearchFilters, cursor: SearchCursor | undefin
   return upper;
 }
 
-interface IndexSourceRow {
+/** The `messages` columns an index row is made of besides SEARCH_SOURCES, as either engine returns them. */
+export interface IndexSourceRawRow {
   connection_id: string;
   id: string;
   chat_id: string;
   sender_jid: string;
   type: string;
+  from_me: number | boolean;
+}
+
+/** An IndexSourceRawRow as SQLite returns it, with its SEARCH_SOURCES columns. */
+interface IndexSourceRow extends IndexSourceRawRow {
   from_me: number;
   [column: string]: unknown;
+}
+
+/** The `search.backfill` marker's value: the seqs still to index, (`after`, `upTo`], and the progress so far. */
+export interface BackfillMarker {
+  after: number;
+  upTo: number;
+  done: number;
+  total: number;
+}
+
+/**
+ * After a backfill step indexed `rows` (by seq, at most `batch`) from `marker`: the marker's next value (null: the
+ * backfill is finished, drop the marker) and the progress to report.
+ */
+export function backfillAdvance(
+  marker: BackfillMarker,
+  rows: ReadonlyArray<{ seq: number }>,
+  batch: number,
+): { next: BackfillMarker | null; progress: { done: number; total: number; finished: boolean } } {
+  const last = rows[rows.length - 1];
+  if (!last || rows.length < batch) {
+    return { next: null, progress: { done: marker.done + rows.length, total: marker.total, finished: true } };
+  }
+  const next = { ...marker, after: last.seq, done: marker.done + rows.length };
+  return { next, progress: { done: next.done, total: next.total, finished: false } };
 }
 
 export type SearchIndex = ReturnType<typeof searchIndex>;
@@ -410,17 +441,13 @@ export function searchIndex(db: Db) {
     backfillStep(batch: number): { done: number; total: number; finished: boolean } | undefined {
       const row = q.marker.get() as { value: string } | undefined;
       if (!row) return undefined;
-      const marker = JSON.parse(row.value) as { after: number; upTo: number; done: number; total: number };
+      const marker = JSON.parse(row.value) as BackfillMarker;
       const rows = q.backfillBatch.all(marker.after, marker.upTo, batch) as Array<IndexSourceRow & { seq: number }>;
       for (const r of rows) indexRow(r);
-      const last = rows[rows.length - 1];
-      if (!last || rows.length < batch) {
-        q.dropMarker.run();
-        return { done: marker.done + rows.length, total: marker.total, finished: true };
-      }
-      const next = { ...marker, after: last.seq, done: marker.done + rows.length };
-      q.setMarker.run(JSON.stringify(next));
-      return { done: next.done, total: next.total, finished: false };
+      const { next, progress } = backfillAdvance(marker, rows, batch);
+      if (next) q.setMarker.run(JSON.stringify(next));
+      else q.dropMarker.run();
+      return progress;
     },
   };
 }

@@ -23,6 +23,9 @@ import {
   rowidUpperBound,
   searchTags,
   tag,
+  backfillAdvance,
+  type BackfillMarker,
+  type IndexSourceRawRow,
   type SearchFilters,
   type SearchPage,
 } from '../../search.ts';
@@ -40,13 +43,8 @@ import {
   type Phrase,
 } from '../fts.ts';
 
-/** A `messages` row as the index reads it. */
-export interface PgIndexSource {
-  connection_id: string;
-  id: string;
-  chat_id: string;
-  sender_jid: string;
-  type: string;
+/** A `messages` row as the index reads it (on PostgreSQL: `from_me` boolean; SEARCH_SOURCES `text`, `media`). */
+export interface PgIndexSource extends IndexSourceRawRow {
   from_me: boolean;
   timestamp: number;
   seq: number;
@@ -252,16 +250,12 @@ async function backfillStep(
 ): Promise<{ done: number; total: number; finished: boolean } | undefined> {
   const [row] = await sql<Array<{ value: string }>>`SELECT value FROM settings WHERE key = 'search.backfill'`;
   if (!row) return undefined;
-  const marker = JSON.parse(row.value) as { after: number; upTo: number; done: number; total: number };
+  const marker = JSON.parse(row.value) as BackfillMarker;
   const rows = await sql<PgIndexSource[]>`
         SELECT ${sql.unsafe(SOURCE_COLUMNS)} FROM messages WHERE seq > ${marker.after} AND seq <= ${marker.upTo} ORDER BY seq LIMIT ${batch}`;
   for (const r of rows) await writeIndexRow(sql, r);
-  const last = rows[rows.length - 1];
-  if (!last || rows.length < batch) {
-    await sql`DELETE FROM settings WHERE key = 'search.backfill'`;
-    return { done: marker.done + rows.length, total: marker.total, finished: true };
-  }
-  const next = { ...marker, after: last.seq, done: marker.done + rows.length };
-  await sql`UPDATE settings SET value = ${JSON.stringify(next)} WHERE key = 'search.backfill'`;
-  return { done: next.done, total: next.total, finished: false };
+  const { next, progress } = backfillAdvance(marker, rows, batch);
+  if (next) await sql`UPDATE settings SET value = ${JSON.stringify(next)} WHERE key = 'search.backfill'`;
+  else await sql`DELETE FROM settings WHERE key = 'search.backfill'`;
+  return progress;
 }
