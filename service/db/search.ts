@@ -217,6 +217,23 @@ export function filterTags(f: SearchFilters): string[] {
   return all;
 }
 
+/**
+ * The cursor of a search's `before` (undefined without one).
+ * @throws ServiceError 400 when it is not a cursor this service issued for this order.
+ */
+export function searchCursorOf(before: string | undefined, order: 'recent' | 'relevance'): SearchCursor | undefined {
+  const cursor = before === undefined ? undefined : decodeSearchCursor(before);
+  if (before !== undefined && (!cursor || ('rowid' in cursor) !== (order === 'recent'))) {
+    throw badRequest('querystring/before is not a valid cursor for this order');
+  }
+  return cursor;
+}
+
+/** The lowest rowid a hit may have (the first of `since`'s second), undefined without `since`. */
+export function rowidLowerBound(f: SearchFilters): bigint | undefined {
+  return f.since !== undefined ? BigInt(Math.max(0, f.since)) << 32n : undefined;
+}
+
 /** The highest rowid a hit may have: before `until`'s next second and below a `recent` cursor; MAX_ROWID for none. */
 export function rowidUpperBound(f: SearchFilters, cursor: SearchCursor | undefined): bigint {
   let upper = MAX_ROWID;
@@ -342,10 +359,7 @@ export function searchIndex(db: Db) {
     search(query: string, f: SearchFilters, opts: { limit: number; before?: string; order: 'recent' | 'relevance' }): SearchPage {
       const terms = parseSearchQuery(query);
       if (f.connectionIds.length === 0) return { hits: [], nextBefore: null };
-      const cursor = opts.before === undefined ? undefined : decodeSearchCursor(opts.before);
-      if (opts.before !== undefined && (!cursor || ('rowid' in cursor) !== (opts.order === 'recent'))) {
-        throw badRequest('querystring/before is not a valid cursor for this order');
-      }
+      const cursor = searchCursorOf(opts.before, opts.order);
       const match = matchExpression(terms, { any: f.connectionIds.map((c) => tag('c', c)), all: filterTags(f) });
 
       const where: string[] = ['message_search MATCH @match', `s.connection_id IN (SELECT value FROM json_each(@connections))`];
@@ -371,9 +385,10 @@ export function searchIndex(db: Db) {
         where.push('m.from_me = @fromMe');
         params.fromMe = f.fromMe ? 1n : 0n;
       }
-      if (f.since !== undefined) {
+      const lower = rowidLowerBound(f);
+      if (lower !== undefined) {
         where.push('s.rowid >= @sinceRow');
-        params.sinceRow = BigInt(Math.max(0, f.since)) << 32n;
+        params.sinceRow = lower;
       }
       const upper = rowidUpperBound(f, cursor);
       if (upper !== MAX_ROWID) {

@@ -15,12 +15,13 @@ import {
   MAX_ROWID,
   RELEVANCE_WINDOW,
   cleanSnippet,
-  decodeSearchCursor,
   encodeSearchCursor,
   filterTags,
   indexBodyOf,
   parseSearchQuery,
+  rowidLowerBound,
   rowidUpperBound,
+  searchCursorOf,
   searchTags,
   tag,
   backfillAdvance,
@@ -29,7 +30,6 @@ import {
   type SearchFilters,
   type SearchPage,
 } from '../../search.ts';
-import { badRequest } from '../../../errors.ts';
 import {
   bm25,
   bm25Weights,
@@ -134,10 +134,7 @@ export function pgSearchIndex(scope: PgScope) {
     ): Promise<SearchPage> {
       const terms = parseSearchQuery(query);
       if (f.connectionIds.length === 0) return { hits: [], nextBefore: null };
-      const cursor = opts.before === undefined ? undefined : decodeSearchCursor(opts.before);
-      if (opts.before !== undefined && (!cursor || 'rowid' in cursor !== (opts.order === 'recent'))) {
-        throw badRequest('querystring/before is not a valid cursor for this order');
-      }
+      const cursor = searchCursorOf(opts.before, opts.order);
       const include = terms.filter((t) => !t.exclude).map(phraseOf);
       const exclude = terms.filter((t) => t.exclude).map(phraseOf);
       const tsq = tsqueryLiteral(include, exclude);
@@ -145,7 +142,7 @@ export function pgSearchIndex(scope: PgScope) {
       const anyTags = f.connectionIds.map((c) => tag('c', c));
       const allTags = filterTags(f);
 
-      const lower: bigint | undefined = f.since !== undefined ? BigInt(Math.max(0, f.since)) << 32n : undefined;
+      const lower = rowidLowerBound(f);
       const upper = rowidUpperBound(f, cursor);
       const bounds = sql`${lower !== undefined ? sql`AND s.rowid >= ${lower.toString()}::bigint` : sql``}
         ${upper !== MAX_ROWID ? sql`AND s.rowid <= ${upper.toString()}::bigint` : sql``}`;
