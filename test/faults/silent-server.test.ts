@@ -9,8 +9,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { offlineServiceConfig } from '../integration/api-harness.ts';
 import { issueToken } from '../../service/auth/api-tokens.ts';
-import type { ServiceConfig } from '../../service/config/service-config.ts';
 import { openDataPlane } from '../../service/data-plane.ts';
 import { startService, type RunningService } from '../../service/index.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -30,17 +30,7 @@ describe('a server that never answers the handshake', () => {
     const setup = openDataPlane({ dataDir, role: 'tool' });
     token = issueToken(setup.store.tokens, setup.store.users.ensure('silent').id, 'test').token;
     setup.close();
-    const config: ServiceConfig = {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      sandbox: false,
-      sandboxPort: 0,
-      waUrl: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/ws/chat`,
-      logLevel: 'warn',
-      workerId: 'local',
-      typingDelayMs: { min: 0, max: 0 },
-    };
+    const config = offlineServiceConfig(dataDir, { waUrl: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/ws/chat` });
     service = await startService(config, { connectTimeoutMs: 300 });
   });
 

@@ -21,12 +21,33 @@ import type { Engine } from '../../service/engine/types.ts';
 import type { EventLog } from '../../service/events/log.ts';
 import { buildApp, type AppOptions } from '../../service/http/app.ts';
 import { MachineSettings, type MachineSettingsOptions } from '../../service/config/machine-settings.ts';
+import type { ServiceConfig } from '../../service/config/service-config.ts';
 import type { StreamLimits } from '../../service/http/stream/event-stream.ts';
 import type { ApiInstance } from '../../service/http/type-provider.ts';
 import type { WebhookOutbox } from '../../service/webhooks/outbox.ts';
 
 /** Nothing listens on the discard port: sessions fail to connect and keep retrying, never reaching WhatsApp. */
 export const UNREACHABLE_WA_URL = 'ws://127.0.0.1:9/ws/chat';
+
+/**
+ * The ServiceConfig of a whole test service (startService) on `dataDir`: 127.0.0.1 on a free port, live mode whose
+ * sessions never reach WhatsApp (UNREACHABLE_WA_URL), log level warn, worker id `local`, no typing delay; `over`
+ * replaces any of it.
+ */
+export function offlineServiceConfig(dataDir: string, over: Partial<ServiceConfig> = {}): ServiceConfig {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    sandbox: false,
+    sandboxPort: 0,
+    waUrl: UNREACHABLE_WA_URL,
+    logLevel: 'warn',
+    workerId: 'local',
+    typingDelayMs: { min: 0, max: 0 },
+    ...over,
+  };
+}
 
 export interface TestUser {
   id: string;

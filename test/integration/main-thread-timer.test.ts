@@ -13,9 +13,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceConfig } from '../../service/config/service-config.ts';
 import { startService, type RunningService } from '../../service/index.ts';
-import { UNREACHABLE_WA_URL } from './api-harness.ts';
+import { offlineServiceConfig } from './api-harness.ts';
 
 const HOLD_MS = 200;
 const TICK_MS = 10;
@@ -39,18 +38,7 @@ describe('the main thread while a session thread holds the write lock', () => {
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-main-timer-'));
-    const config: ServiceConfig = {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      sandbox: false,
-      sandboxPort: 0,
-      waUrl: UNREACHABLE_WA_URL,
-      logLevel: 'warn',
-      workerId: 'local',
-      typingDelayMs: { min: 0, max: 0 },
-      workers: 1,
-    };
+    const config = offlineServiceConfig(dataDir, { workers: 1 });
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) });
     service = await startService(config, { logger, openKeychain: null, testHooks: true });
     token = await service.issueLocalToken('alice', 'test');

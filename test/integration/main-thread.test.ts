@@ -18,12 +18,11 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceConfig } from '../../service/config/service-config.ts';
 import { createReader, heavyReads, type Reader } from '../../service/db/reader.ts';
 import { MAIN_THREAD_WRITE_WAIT_MS, type Store } from '../../service/db/store.ts';
 import { startService, type RunningService } from '../../service/index.ts';
 import { incomingText } from '../helpers/messages.ts';
-import { startTestApi, UNREACHABLE_WA_URL, type TestApi, type TestUser } from './api-harness.ts';
+import { offlineServiceConfig, startTestApi, type TestApi, type TestUser } from './api-harness.ts';
 
 const CHAT = '15550101@s.whatsapp.net';
 const OTHER_CHAT = '15550102@s.whatsapp.net';
@@ -333,18 +332,7 @@ describe('a write while another connection holds the database write lock', () =>
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-write-busy-'));
-    const config: ServiceConfig = {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      sandbox: false,
-      sandboxPort: 0,
-      waUrl: UNREACHABLE_WA_URL,
-      logLevel: 'warn',
-      workerId: 'local',
-      typingDelayMs: { min: 0, max: 0 },
-    };
-    service = await startService(config, { logger: pino({ level: 'silent' }), openKeychain: null });
+    service = await startService(offlineServiceConfig(dataDir), { logger: pino({ level: 'silent' }), openKeychain: null });
   });
   afterAll(async () => {
     await service?.close();

@@ -15,7 +15,7 @@ import { generateToken, hashToken } from '../../service/auth/api-tokens.ts';
 import { migrations } from '../../service/db/migrations.ts';
 import { startService, type RunningService } from '../../service/index.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { UNREACHABLE_WA_URL } from './api-harness.ts';
+import { offlineServiceConfig } from './api-harness.ts';
 
 const CHAT = '15550101@s.whatsapp.net';
 const OTHER = '15550102@s.whatsapp.net';
@@ -63,17 +63,7 @@ describe('a data dir from before the search index, opened by the service', () =>
     oldDataDir(dataDir, token);
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) });
     service = await startService(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        dataDir,
-        sandbox: false,
-        sandboxPort: 0,
-        waUrl: UNREACHABLE_WA_URL, // the connection's session never reaches WhatsApp
-        logLevel: 'info',
-        workerId: 'local',
-        typingDelayMs: { min: 0, max: 0 },
-      },
+      offlineServiceConfig(dataDir, { logLevel: 'info' }), // the connection's session never reaches WhatsApp
       { logger },
     );
   }, 60_000);

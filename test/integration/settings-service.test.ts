@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServiceConfig } from '../../service/config/service-config.ts';
 import { startService, type RunningService } from '../../service/index.ts';
-import { UNREACHABLE_WA_URL } from './api-harness.ts';
+import { offlineServiceConfig } from './api-harness.ts';
 
 const dirs: string[] = [];
 const running: RunningService[] = [];
@@ -28,17 +28,7 @@ afterAll(async () => {
 function config(port: number): ServiceConfig {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-settings-svc-'));
   dirs.push(dataDir);
-  return {
-    host: '127.0.0.1',
-    port,
-    dataDir,
-    sandbox: false,
-    sandboxPort: 0,
-    waUrl: UNREACHABLE_WA_URL,
-    logLevel: 'info',
-    workerId: 'local',
-    typingDelayMs: { min: 0, max: 0 },
-  };
+  return offlineServiceConfig(dataDir, { port, logLevel: 'info' });
 }
 
 async function holdPort(): Promise<number> {
