@@ -9,6 +9,9 @@
  * preload/ (electron-builder wants it among the devDependencies), and `vite`, which `serve` uses only to build the
  * console in a checkout (service/cli/console-build.ts; without it `serve` says in one line that the console could not
  * be built and answers `/` with how to build it).
+ *
+ * A package the install itself runs (package.json `postinstall`, which `npm ci --omit=dev` runs too) counts as used:
+ * `patch-package`, which applies patches/ (a fix of the PostgreSQL driver) on every install.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -62,7 +65,15 @@ function packagesOf(file: string): string[] {
 
 describe('package.json dependencies', () => {
   it('are exactly the packages the service, the desktop shell and bin/ load at run time', () => {
-    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
+    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as {
+      dependencies: Record<string, string>;
+      scripts?: Record<string, string>;
+    };
+    // The commands of the install's own script: `a && b` runs a and b.
+    const installTools = (pkg.scripts?.postinstall ?? '')
+      .split('&&')
+      .map((command) => command.trim().split(/\s+/)[0]!)
+      .filter((tool) => tool.length > 0);
     const files = RUNTIME.flatMap((dir) =>
       fs
         .readdirSync(dir, { recursive: true, encoding: 'utf8' })
@@ -74,7 +85,7 @@ describe('package.json dependencies', () => {
     const declared = Object.keys(pkg.dependencies);
     expect({
       undeclared: [...loaded].filter((p) => !declared.includes(p) && !PROVIDED.includes(p)).sort(),
-      unused: declared.filter((p) => !loaded.has(p)).sort(),
+      unused: declared.filter((p) => !loaded.has(p) && !installTools.includes(p)).sort(),
     }).toEqual({ undeclared: [], unused: [] });
   });
 });
