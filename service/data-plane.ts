@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isPostgresUrl } from './config/database-url.ts';
 import { openDatabase } from './db/database.ts';
 import type { Store as AsyncStore } from './db/store-api.ts';
 import { createStore, type Store, type StoreOptions } from './db/store.ts';
@@ -43,6 +44,9 @@ export interface DataPlane {
   close(): void;
 }
 
+/** The message for a `database` value that is no PostgreSQL URL (the value may hold a password: not repeated). */
+const UNSUPPORTED_DATABASE = "unsupported database: give a postgres:// URL, or none for the data directory's SQLite file";
+
 /** The message of the Error `openDataPlane` throws for a PostgreSQL URL. */
 export const POSTGRES_UNAVAILABLE = 'PostgreSQL is not available in this build yet';
 
@@ -54,11 +58,7 @@ export const POSTGRES_UNAVAILABLE = 'PostgreSQL is not available in this build y
  */
 export function openDataPlane(options: DataPlaneOptions): DataPlane {
   const { dataDir, role, database, ...storeOptions } = options;
-  if (database) {
-    if (/^postgres(ql)?:\/\//i.test(database)) throw new Error(POSTGRES_UNAVAILABLE);
-    // The value may hold a password: it is not repeated.
-    throw new Error('unsupported database: give a postgres:// URL, or none for the data directory\'s SQLite file');
-  }
+  if (database) throw new Error(isPostgresUrl(database) ? POSTGRES_UNAVAILABLE : UNSUPPORTED_DATABASE);
   const store = createStore(openDatabase(path.join(dataDir, 'switchboard.db')), storeOptions);
   // The main thread's checkpoint worker (db/checkpointer.ts) copies the WAL: a session thread's commits do not.
   if (role === 'session-thread') store.db.pragma('wal_autocheckpoint = 0');
@@ -88,22 +88,12 @@ export async function openToolStore(opts: { dataDir: string; database?: string; 
     const { openSqliteStore } = await import('./db/sqlite-store.ts');
     return openSqliteStore(dataDir);
   }
-  if (!/^postgres(ql)?:\/\//i.test(database)) {
-    throw new Error("unsupported database: give a postgres:// URL, or none for the data directory's SQLite file");
-  }
+  if (!isPostgresUrl(database)) throw new Error(UNSUPPORTED_DATABASE);
   // Loaded here, not at the top: the service's processes, which import this module, do not load the driver.
-  const [{ openPg }, { hasPgSchema, migratePg }, { pgStore }] = await Promise.all([
-    import('./db/pg/client.ts'),
-    import('./db/pg/migrations.ts'),
-    import('./db/pg/store.ts'),
-  ]);
-  const sql = openPg(database, { max: 2, applicationName: 'switchboard cli', connectTimeoutSeconds: 10 });
+  const [{ openPgStore }, { PgSchemaMissingError }] = await Promise.all([import('./db/pg/store.ts'), import('./db/pg/migrations.ts')]);
   try {
-    if (mustExist && !(await hasPgSchema(sql))) throw new NoDatabaseError('the database holds no Switchboard schema');
-    await migratePg(sql);
+    return await openPgStore(database, { pool: { max: 2, applicationName: 'switchboard cli' }, existingSchema: mustExist });
   } catch (err) {
-    await sql.end({ timeout: 1 }).catch(() => undefined);
-    throw err;
+    throw err instanceof PgSchemaMissingError ? new NoDatabaseError(err.message) : err;
   }
-  return pgStore(sql);
 }

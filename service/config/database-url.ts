@@ -60,6 +60,11 @@ export class DatabaseUrl {
   }
 }
 
+/** Whether `s` is a PostgreSQL connection URL (`postgres://` or `postgresql://`), not a path. */
+export function isPostgresUrl(s: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(s);
+}
+
 /**
  * The value of `--database` / `SWITCHBOARD_DATABASE_URL` (`source` names which, for messages): a `postgres://` or
  * `postgresql://` URL with a host. The value is never repeated in a message (it may hold a password).

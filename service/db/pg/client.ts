@@ -8,6 +8,9 @@
  * are dropped. See docs/architecture.md § Storage engines.
  */
 import postgres from 'postgres';
+import { isPostgresUrl } from '../../config/database-url.ts';
+
+export { isPostgresUrl };
 
 /** The pool (a `postgres` Sql instance); `Sql.begin` gives a TransactionSql. */
 export type Sql = postgres.Sql;
@@ -23,10 +26,6 @@ export interface PgOptions {
   applicationName?: string;
 }
 
-/** Whether `s` is a PostgreSQL connection URL (`postgres://` or `postgresql://`), not a path. */
-export function isPostgresUrl(s: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(s);
-}
 
 /** int8 → number; throws for a value that a double cannot hold exactly. */
 function parseInt8(raw: string): number {

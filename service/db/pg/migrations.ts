@@ -40,6 +40,11 @@ export class PgSchemaError extends Error {
 /** Key of the advisory lock taken while migrating ("SWBD" as a 32-bit integer, the SQLite file's application_id). */
 const MIGRATION_LOCK_KEY = 0x53574244;
 
+/** A database opened as an existing one (openPgStore `existingSchema`) holds no Switchboard schema. */
+export class PgSchemaMissingError extends Error {
+  override name = 'PgSchemaMissingError';
+}
+
 /** Whether the database behind `sql` holds Switchboard's schema (its `schema_migrations` table). */
 export async function hasPgSchema(sql: Sql): Promise<boolean> {
   const [row] = await sql<Array<{ known: boolean }>>`SELECT to_regclass('schema_migrations') IS NOT NULL AS known`;

@@ -18,7 +18,7 @@ import { Serial } from '../serial.ts';
 import type { StorageState, TransactionObserver } from '../store.ts';
 import type { Store, TxOptions, Work } from '../store-api.ts';
 import { openPg, type PgOptions, type Sql } from './client.ts';
-import { migratePg } from './migrations.ts';
+import { hasPgSchema, migratePg, PgSchemaMissingError } from './migrations.ts';
 import { pgRepos } from './repos/index.ts';
 
 export interface PgStoreOptions {
@@ -76,10 +76,14 @@ function guarded<S extends object>(sql: S, dead: () => boolean): S {
   }) as unknown as S;
 }
 
-/** Opens the database at `url`, brings its schema up to date (migratePg) and returns the Store over it. */
-export async function openPgStore(url: string, opts: PgStoreOptions & { pool?: PgOptions } = {}): Promise<Store> {
+/**
+ * Opens the database at `url`, brings its schema up to date (migratePg) and returns the Store over it.
+ * @param opts.existingSchema refuse a database without Switchboard's schema (PgSchemaMissingError; nothing created)
+ */
+export async function openPgStore(url: string, opts: PgStoreOptions & { pool?: PgOptions; existingSchema?: boolean } = {}): Promise<Store> {
   const sql = openPg(url, opts.pool);
   try {
+    if (opts.existingSchema && !(await hasPgSchema(sql))) throw new PgSchemaMissingError('the database holds no Switchboard schema');
     await migratePg(sql);
   } catch (err) {
     await sql.end({ timeout: 1 });
@@ -288,12 +292,12 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
           if (opts.relaxed) await t`SET LOCAL synchronous_commit = off`;
           return work(pgRepos({ sql: t, inTx: true }));
         }) as T;
-        over = true;
       } catch (err) {
-        over = true;
         rollBackTo(marks);
         if (isPgStorageError(err)) commitFailed(err);
         throw err;
+      } finally {
+        over = true;
       }
       committed();
       takeCommitted()();
