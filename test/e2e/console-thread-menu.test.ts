@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { launchConsole, signIn, CHROMIUM } from '../helpers/chromium.ts';
-import { PNG } from 'pngjs';
 import { unzip } from '../helpers/zip.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -35,11 +35,7 @@ interface PhoneMessage {
   forwarded?: boolean;
 }
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 16, height: 16 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 251, 60, 200, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(16, 16);
 
 /** Every entry of a ZIP. */
 

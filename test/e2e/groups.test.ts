@@ -6,8 +6,8 @@
  * edits, revokes, member changes (the group cache follows them, so a send reaches a newly added member), renames,
  * the groups API and its 403/404 answers; the same conversation both ways in a LID-addressed group, and an album.
  */
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Frame, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -39,11 +39,7 @@ interface PhoneMessage {
   forwarded?: boolean;
 }
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 6, height: 6 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([200, i % 255, 40, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(6, 6);
 
 const keyIdOf = (messageId: string) => messageId.slice(messageId.lastIndexOf('_') + 1);
 

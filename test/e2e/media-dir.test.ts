@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type SandboxService } from '../helpers/sandbox-service.ts';
 import { startServe } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -20,11 +20,7 @@ const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
 const posix = process.platform !== 'win32';
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 12, height: 12 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 241, 30, 220, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(12, 12);
 
 describe('--media-dir: media stored, served and exported there', { timeout: 120_000 }, () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-media-dir-'));

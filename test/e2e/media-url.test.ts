@@ -8,9 +8,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PNG } from 'pngjs';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { startExternalSandboxRig, type ExternalSandboxRig } from '../helpers/external-sandbox.ts';
 import type { ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -20,11 +20,7 @@ const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
 
-function pngBytes(seed: number): Buffer {
-  const png = new PNG({ width: 6, height: 6 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([(i + seed) % 255, seed, 200, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = (seed: number) => pngBytesOf(6, 6, seed);
 
 interface Frame {
   event: string;

@@ -11,9 +11,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PNG } from 'pngjs';
 import { URL_FETCH_FAILED } from '../../service/engine/outgoing.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -24,11 +24,8 @@ const CAROL = '+15550107';
 const CAROL_JID = '15550107@s.whatsapp.net';
 const HISTORY = 520;
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 8, height: 8 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 255, 80, 160, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(8, 8);
+
 const pdfBytes = () => Buffer.concat([Buffer.from('%PDF-1.4\n% switchboard test\n'), Buffer.alloc(3000, 7), Buffer.from('\n%%EOF\n')]);
 const mp4Bytes = () => Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(6000, 3)]);
 // An Ogg page whose first packet is an Opus header (file-type tells Ogg Opus from other Ogg streams by it).

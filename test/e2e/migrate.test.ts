@@ -13,8 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { SERVE_ON_POSTGRES_NOTE } from '../../service/cli/migrate.ts';
 import { openDataPlane } from '../../service/data-plane.ts';
 import { COPIED_TABLES } from '../../service/db/pg/copy-from-sqlite.ts';
@@ -33,11 +33,7 @@ const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
 const PASSWORD = 'Migr4te-Secret';
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 8, height: 8 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 255, 40, 200, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(8, 8);
 
 /** `url` with a password in it (trust auth ignores it; the output must never show it). */
 function withPassword(url: string): string {

@@ -7,8 +7,8 @@
  * a text to the caller).
  */
 import sharp from 'sharp';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { eventSchemaErrors, loggedEvents } from '../helpers/event-schemas.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -19,11 +19,7 @@ const ALICE_JID = '15550101@s.whatsapp.net';
 const BOB = '+15550102';
 const BOB_JID = '15550102@s.whatsapp.net';
 
-function pngBytes(width = 20, height = 10): Buffer {
-  const png = new PNG({ width, height });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 255, 80, 160, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = (width = 20, height = 10) => pngBytesOf(width, height);
 
 describe('operations', { timeout: 90_000 }, () => {
   let s: SandboxService;

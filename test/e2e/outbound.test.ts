@@ -21,9 +21,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { PNG } from 'pngjs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import type { ServiceConfig } from '../../service/config/service-config.ts';
 import { URL_FETCH_FAILED } from '../../service/engine/outgoing.ts';
 import { startService } from '../../service/index.ts';
@@ -35,11 +35,7 @@ const PHONE = '+15550100';
 const ALICE = '+15550101';
 const ALICE_JID = '15550101@s.whatsapp.net';
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 4, height: 4 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 255, 10, 200, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(4, 4);
 
 /** Log lines (parsed JSON) written to a pino logger at info level. */
 function captureLogger() {

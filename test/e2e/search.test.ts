@@ -11,9 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchChromium } from '../helpers/chromium.ts';
-import { PNG } from 'pngjs';
 import { unzip } from '../helpers/zip.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { saveShot } from '../helpers/screenshots.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -25,11 +25,8 @@ const CAROL = '+15550107';
 const CAROL_JID = '15550107@s.whatsapp.net';
 const HISTORY = 2000;
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 16, height: 16 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([i % 251, 120, 40, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(16, 16);
+
 const pdfBytes = () => Buffer.concat([Buffer.from('%PDF-1.4\n% search export test\n'), Buffer.alloc(5000, 9), Buffer.from('\n%%EOF\n')]);
 
 describe('search, surroundings and export through the sandbox', () => {

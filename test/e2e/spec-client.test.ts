@@ -15,8 +15,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { decodeQrDataUrl } from '../helpers/qr.ts';
 import { runCli, startServe, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -191,11 +191,7 @@ const CAROL = '+15550107';
 const ALICE_HISTORY = 23;
 const CAROL_HISTORY = 4;
 
-function pngBytes(): Buffer {
-  const png = new PNG({ width: 9, height: 7 });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([(i * 7) % 255, 90, 30, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = () => pngBytesOf(9, 7);
 
 interface PhoneMessage {
   id: string;

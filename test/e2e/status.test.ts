@@ -5,8 +5,8 @@
  * By default every contact of the connection sees it; `contacts` narrows it; a contact's own linked device (another
  * connection, paired to Alice) receives it as a status post from the author. Bad input is a 400 that sends nothing.
  */
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pngBytes as pngBytesOf } from '../helpers/png.ts';
 import { enc, startSandboxService, type Json, type SandboxService } from '../helpers/sandbox-service.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -17,11 +17,7 @@ const OWN_JID = '15550100@s.whatsapp.net';
 
 const keyIdOf = (messageId: string) => messageId.slice(messageId.lastIndexOf('_') + 1);
 
-function pngBytes(width = 16, height = 12): Buffer {
-  const png = new PNG({ width, height });
-  for (let i = 0; i < png.data.length; i += 4) png.data.set([200, i % 255, 40, 255], i);
-  return PNG.sync.write(png);
-}
+const pngBytes = (width = 16, height = 12) => pngBytesOf(width, height);
 
 describe('status posts', { timeout: 120_000 }, () => {
   let s: SandboxService;
