@@ -7,20 +7,15 @@
  * `--units` units are committed in all. A unit is what the engine writes for one incoming text: the message row
  * (with its search index entry), the chat's preview, the `message` event with the user's next seq and its webhook
  * outbox row. Both engines run on fresh databases in the same run, alternating rounds: SQLite (a data dir in the
- * temporary folder, the desktop default) and PostgreSQL (a database `sb_bench_<random>` created on the server of
- * `--database`, a URL of its maintenance database — default postgres://postgres@127.0.0.1:5432/postgres — and
- * dropped afterwards). Reports committed units/s, the latency from asking to durable (p50/p99), this process's
+ * temporary folder, the desktop default) and PostgreSQL (a database created on the server of `--database`, a URL of
+ * its maintenance database — default postgres://postgres@127.0.0.1:5432/postgres — and dropped afterwards), both
+ * opened as the storage contract suite opens them (test/storage/engines.ts). Reports committed units/s, the latency from asking to durable (p50/p99), this process's
  * CPU per unit, and PostgreSQL's units/s as a share of SQLite's (issue 26's goal for ingest: ≥ 0.7×).
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import postgres from 'postgres';
-import { openPgStore } from '../service/db/pg/store.ts';
-import { openSqliteStore } from '../service/db/sqlite-store.ts';
-import type { StorageEngine, Store } from '../service/db/store-api.ts';
+import type { StorageEngine } from '../service/db/store-api.ts';
 import { storedText } from '../test/helpers/messages.ts';
+import { PG_ADMIN_URL } from '../test/helpers/pg.ts';
+import { openEngine } from '../test/storage/engines.ts';
 import type { BenchResult } from './index.ts';
 import { flag, percentile, round } from './lib.ts';
 
@@ -30,46 +25,6 @@ const CHATS = 50;
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
-}
-
-interface Opened {
-  store: Store;
-  close(): Promise<void>;
-}
-
-async function openSqlite(): Promise<Opened> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-store-'));
-  const store = openSqliteStore(dir);
-  return {
-    store,
-    async close() {
-      await store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function openPostgres(adminUrl: string): Promise<Opened> {
-  const name = `sb_bench_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  try {
-    const store = await openPgStore(url.toString());
-    return {
-      store,
-      async close() {
-        await store.close().catch(() => undefined);
-        await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-        await admin.end({ timeout: 1 });
-      },
-    };
-  } catch (err) {
-    await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await admin.end({ timeout: 1 });
-    throw err;
-  }
 }
 
 interface Round {
@@ -82,7 +37,7 @@ interface Round {
 
 /** One round: `units` units from `sessions` producers on a fresh database of `engine`. */
 async function measure(engine: StorageEngine, adminUrl: string, units: number, sessions: number, round_: number): Promise<Round> {
-  const { store, close } = engine === 'sqlite' ? await openSqlite() : await openPostgres(adminUrl);
+  const { store, close } = await openEngine(engine, {}, adminUrl);
   try {
     const user = await store.read.users.create('bench');
     const connectionId = `c-${round_}`;
@@ -142,7 +97,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const sessions = flag(args, 'sessions', 64);
   const engines = option(args, 'engines', 'sqlite,postgres').split(',') as StorageEngine[];
   const rounds = flag(args, 'rounds', 3);
-  const adminUrl = option(args, 'database', process.env.SWITCHBOARD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  const adminUrl = option(args, 'database', PG_ADMIN_URL);
   const shown = new URL(adminUrl);
   shown.password = shown.password ? '***' : '';
   const rows: Round[] = [];

@@ -7,7 +7,8 @@
 import { databaseRefusal } from '../config/database-url.ts';
 import { resolveDataDir, resolveDatabase, resolveSandboxMode } from '../config/service-config.ts';
 import { NoDatabaseError, openToolStore } from '../data-plane.ts';
-import type { Store } from '../db/store-api.ts';
+import type { Repos, Store } from '../db/store-api.ts';
+import type { User } from '../db/users.ts';
 import { CommandError } from './args.ts';
 
 /** The parseArgs options every store command takes. */
@@ -58,3 +59,22 @@ export async function withSelectedStore<T>(values: StoreSelection, mustExist: bo
     await store.close();
   }
 }
+
+/** A user named on the command line: a LOCAL user by name, or any user by id. */
+export type UserSelector = { name: string } | { id: string };
+
+/**
+ * The user a selector names: `{ name }` a LOCAL user only (created when `create`), `{ id }` any user.
+ * @throws CommandError when there is none
+ */
+export async function findUser(repos: Pick<Repos, 'users'>, selector: UserSelector, create: boolean): Promise<User> {
+  if ('id' in selector) {
+    const user = await repos.users.get(selector.id);
+    if (!user) throw new CommandError(`no user with id ${selector.id}`);
+    return user;
+  }
+  const user = create ? await repos.users.ensure(selector.name) : await repos.users.byLocalName(selector.name);
+  if (!user) throw new CommandError(`no local user named ${JSON.stringify(selector.name)}`);
+  return user;
+}
+

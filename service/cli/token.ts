@@ -1,14 +1,14 @@
 /**
  * `switchboard token create|list|revoke`: API token management straight on the database — the data dir's SQLite
- * file (WAL mode, so it works while `serve` runs) or a PostgreSQL database (`--database`). `create` prints only the new token on stdout, for scripts to capture.
+ * file (WAL mode, so it works while `serve` runs) or a PostgreSQL database (`--database`). `create` prints only the
+ * new token on stdout, for scripts to capture.
  * `--user NAME` only ever names a LOCAL user (db/users.ts); identity-provider users are reached by `--user-id`, and
  * never get a token from the CLI.
  */
 import { issueToken } from '../auth/api-tokens.ts';
-import type { Repos } from '../db/store-api.ts';
-import { isValidUserName, type User } from '../db/users.ts';
+import { isValidUserName } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
-import { STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore } from './store-access.ts';
+import { findUser, STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore, type UserSelector } from './store-access.ts';
 
 export const TOKEN_USAGE = `Usage:
   switchboard token create --user NAME [--name LABEL]      Create a token for the local user NAME (created if
@@ -37,23 +37,6 @@ function userSelector(values: { user?: string; 'user-id'?: string }, command: st
   if (name === undefined) throw new UsageError('--user NAME (or --user-id ID) is required', command);
   if (!isValidUserName(name)) throw new UsageError('invalid user NAME', command);
   return { name };
-}
-
-type UserSelector = { name: string } | { id: string };
-
-/**
- * The user a selector names: `{ name }` a LOCAL user only (created when `create`), `{ id }` any user.
- * @throws CommandError when there is none
- */
-async function findUser(repos: Pick<Repos, 'users'>, selector: UserSelector, create: boolean): Promise<User> {
-  if ('id' in selector) {
-    const user = await repos.users.get(selector.id);
-    if (!user) throw new CommandError(`no user with id ${selector.id}`);
-    return user;
-  }
-  const user = create ? await repos.users.ensure(selector.name) : await repos.users.byLocalName(selector.name);
-  if (!user) throw new CommandError(`no local user named ${JSON.stringify(selector.name)}`);
-  return user;
 }
 
 async function create(argv: string[]): Promise<number> {

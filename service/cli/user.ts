@@ -5,10 +5,10 @@
  * addressed by id (db/users.ts). A disabled user's API tokens and JWTs answer 401 at once; its open WebSocket
  * streams are closed (4401) within the service's revocation sweep (about 2 s). Nothing is deleted.
  */
-import { isValidUserName, type User } from '../db/users.ts';
+import { isValidUserName } from '../db/users.ts';
 import { CommandError, parseCommandLine, UsageError } from './args.ts';
 import { formatTable } from './token.ts';
-import { STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore, type StoreSelection } from './store-access.ts';
+import { findUser, STORE_OPTIONS, STORE_OPTIONS_HELP, withSelectedStore, type StoreSelection, type UserSelector } from './store-access.ts';
 
 export const USER_USAGE = `Usage:
   switchboard user list                          List users (name or label, kind, id, status, identity)
@@ -26,7 +26,6 @@ ${STORE_OPTIONS_HELP}  -h, --help       Show this help
 
 const COMMON = STORE_OPTIONS;
 
-type UserSelector = { name: string } | { id: string };
 
 /** `NAME` (a local user) or `--id ID` (any user), exactly one. @throws UsageError */
 function oneUser(
@@ -57,12 +56,7 @@ async function setDisabled(argv: string[], disabled: boolean): Promise<number> {
   if (selector === undefined) return help();
   const user = await withSelectedStore(values, true, (store) =>
     store.tx(async (t) => {
-      const found: User | undefined = 'id' in selector ? await t.users.get(selector.id) : await t.users.byLocalName(selector.name);
-      if (!found) {
-        throw new CommandError(
-          'id' in selector ? `no user with id ${selector.id}` : `no local user named ${JSON.stringify(selector.name)}`,
-        );
-      }
+      const found = await findUser(t, selector, false);
       await t.users.setDisabled(found.id, disabled);
       return found;
     }),

@@ -18,9 +18,9 @@ export function runPrefix(): string {
   return `sb_${process.env.SWITCHBOARD_TEST_PG_RUN}_`;
 }
 
-/** `PG_ADMIN_URL` with its database replaced by `name`. */
-export function urlOf(name: string): string {
-  const u = new URL(PG_ADMIN_URL);
+/** `adminUrl` (PG_ADMIN_URL) with its database replaced by `name`. */
+export function urlOf(name: string, adminUrl = PG_ADMIN_URL): string {
+  const u = new URL(adminUrl);
   u.pathname = `/${name}`;
   return u.toString();
 }
@@ -36,11 +36,11 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-const admin = () => postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined, idle_timeout: 1 });
+const admin = (adminUrl = PG_ADMIN_URL) => postgres(adminUrl, { max: 1, onnotice: () => undefined, idle_timeout: 1 });
 
 /** Drops `name` (ending every session on it); no error when it does not exist. */
-export async function dropDatabase(name: string): Promise<void> {
-  const a = admin();
+export async function dropDatabase(name: string, adminUrl = PG_ADMIN_URL): Promise<void> {
+  const a = admin(adminUrl);
   try {
     await a.unsafe(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '')}" WITH (FORCE)`);
   } finally {
@@ -48,16 +48,19 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-/** Creates an empty database of this run (see the module comment). */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates an empty database of this run (see the module comment) on the server of `adminUrl`, a URL of its
+ * maintenance database (PG_ADMIN_URL; the store benchmark passes its `--database`).
+ */
+export async function createTestDatabase(adminUrl = PG_ADMIN_URL): Promise<TestDatabase> {
   const name = `${runPrefix()}${randomBytes(6).toString('hex')}`;
-  const a = admin();
+  const a = admin(adminUrl);
   try {
     await a.unsafe(`CREATE DATABASE "${name}"`);
   } finally {
     await a.end({ timeout: 1 });
   }
-  const url = urlOf(name);
+  const url = urlOf(name, adminUrl);
   const sql = openPg(url, { max: 4 });
   let dropped: Promise<void> | undefined;
   return {
@@ -67,7 +70,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     drop() {
       dropped ??= (async () => {
         await sql.end({ timeout: 1 }).catch(() => undefined);
-        await dropDatabase(name);
+        await dropDatabase(name, adminUrl);
       })();
       return dropped;
     },

@@ -29,8 +29,11 @@ export interface EngineUnderTest {
   close(): Promise<void>;
 }
 
-/** A fresh, empty (migrated) database of `engine` and the Store over it. */
-export async function openEngine(engine: StorageEngine, opts: PgStoreOptions = {}): Promise<EngineUnderTest> {
+/**
+ * A fresh, empty (migrated) database of `engine` and the Store over it; PostgreSQL's on the server of `adminUrl`
+ * (test/helpers/pg.ts PG_ADMIN_URL by default).
+ */
+export async function openEngine(engine: StorageEngine, opts: PgStoreOptions = {}, adminUrl?: string): Promise<EngineUnderTest> {
   if (engine === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-storage-'));
     const store = openSqliteStore(dir);
@@ -49,7 +52,7 @@ export async function openEngine(engine: StorageEngine, opts: PgStoreOptions = {
         })()),
     };
   }
-  const db = await createTestDatabase();
+  const db = await createTestDatabase(adminUrl);
   const store = await openPgStore(db.url, { ...opts, pool: { max: 4 } });
   let closed: Promise<void> | undefined;
   return {
