@@ -23,6 +23,12 @@ const REPLAY_MAX = 2_048;
 type MakeSignalRepository = SocketConfig['makeSignalRepository'];
 
 export class DecryptReplay {
+  /**
+   * @param onDecrypted called after every ciphertext that decrypted (not for a replay): the session holds its Signal
+   *   key writes and frames until the message is handed to the store (session-lifecycle.ts `#holdForDecrypt`).
+   */
+  constructor(private readonly onDecrypted: () => void = () => undefined) {}
+
   /** sha256 of `type:ciphertext` (or the group and the skmsg) → the plaintext it decrypted to; oldest first. */
   readonly #plaintexts = new Map<string, Uint8Array>();
   /** How many redelivered ciphertexts were answered from memory (for logs and tests). */
@@ -51,6 +57,7 @@ export class DecryptReplay {
     const key = createHash('sha256').update(kind).update(':').update(ciphertext).digest('base64');
     try {
       const plaintext = await decrypt();
+      this.onDecrypted();
       this.#plaintexts.delete(key);
       this.#plaintexts.set(key, plaintext);
       if (this.#plaintexts.size > REPLAY_MAX) this.#plaintexts.delete(this.#plaintexts.keys().next().value!);

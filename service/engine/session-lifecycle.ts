@@ -53,6 +53,8 @@ import type { OwnIdentity } from './session-contacts.ts';
 
 const MAX_QR_CYCLES = 5;
 const MAX_BACKOFF_MS = 60_000;
+/** The longest a decrypt holds the session's frames and key writes waiting for its message's upsert. */
+const DECRYPT_HOLD_MAX_MS = 2_000;
 /**
  * How long a new socket may take to reach the QR or the logged-in state (Baileys' default connectTimeoutMs).
  * The session enforces it itself and gives Baileys connectTimeoutMs 0: rc14 otherwise wraps every frame it sends
@@ -127,7 +129,9 @@ export class SessionLifecycle {
   #historyTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
   /** Plaintexts of recent decrypts, kept across sockets for a redelivery the last socket left unstored. */
-  readonly #decryptReplay = new DecryptReplay();
+  readonly #decryptReplay = new DecryptReplay(() => this.#holdForDecrypt());
+  /** Releases the hold a decrypt took (`#holdForDecrypt`); undefined while none is in force. */
+  #decryptHold: (() => void) | undefined;
   /** Goes online without the offline-delivered marker (see LifecycleOptions.onlineFallbackMs). */
   #onlineFallbackTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
@@ -341,12 +345,42 @@ export class SessionLifecycle {
       void sock.end(timedOut);
     }, connectTimeoutMs);
     disableEventBuffer(sock);
+    this.releaseDecryptHold(); // the previous socket's gate
     this.#gate = sendFramesAfterCommit(sock, (send) => this.d.store.whenDurable(send), { onRelease: () => auth.writeHeldKeys() });
     this.#hooks.attached(sock);
     sock.ev.process(async (events) => {
       if (this.#sock !== sock) return; // a stale socket's late events
       this.#hooks.events(sock, events);
     });
+  }
+
+  /**
+   * A ciphertext decrypted: its Signal key update must not commit before the message it decrypted is in the store.
+   * rc14's `handleMessage` (lib/Socket/messages-recv.js) decrypts, sends the receipt, then upserts; between the two a
+   * write of another event (an ack's `store.tx`) can commit the open batch, and with it the key writes recorded so
+   * far. Killed right then, the session would come back with the chain advanced past a message it never stored:
+   * the server's redelivery fails with "Key used already" (acknowledged as a duplicate) and the message is lost.
+   * So the frame gate holds (frames and key writes, as for a history chunk) from the decrypt until the upsert is
+   * handed to the store (`releaseDecryptHold`, called by the session after its `messages.upsert` handler): the key
+   * writes then join the batch that holds the message. Decrypt and upsert run under one mutex in rc14 (with the
+   * upserts of our own sends), so one hold covers one message at a time; a decrypt whose upsert never comes (the
+   * socket closed in between) is released after DECRYPT_HOLD_MAX_MS.
+   */
+  #holdForDecrypt(): void {
+    if (this.#decryptHold || !this.#gate) return;
+    const release = this.#gate.hold();
+    const timer = setTimeout(() => this.releaseDecryptHold(), DECRYPT_HOLD_MAX_MS);
+    this.#decryptHold = () => {
+      clearTimeout(timer);
+      release();
+    };
+  }
+
+  /** Ends the hold of `#holdForDecrypt` (the decrypted message was handed to the store); idempotent. */
+  releaseDecryptHold(): void {
+    const release = this.#decryptHold;
+    this.#decryptHold = undefined;
+    release?.();
   }
 
   #scheduleReconnect(reason: string, immediate = false): void {

@@ -58,6 +58,14 @@ export interface SessionDeps extends LifecycleOptions {
 }
 
 /**
+ * Whether `m` is what rc14's `handleMessage` upserts after a decrypt — content, or the CIPHERTEXT stub of a failed
+ * one — rather than a stub made of a notification (group changes, calls), which upserts outside the message mutex.
+ */
+function fromDecrypt(m: WAMessage): boolean {
+  return !!m.message || m.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT;
+}
+
+/**
  * The group chats that `messages` prove the account is in: those of real messages, decrypted or not (a CIPHERTEXT
  * stub), not the stubs Baileys makes of group notifications (created, left, removed, renamed…), which the group
  * handlers deal with.
@@ -236,7 +244,12 @@ export class Session {
     if (events['contacts.upsert']) ingest.onContacts(events['contacts.upsert']);
     if (events['contacts.update']) ingest.onContacts(events['contacts.update']);
     if (events['contacts.update']) this.#onContactsUpdate?.(this, events['contacts.update']);
-    if (events['messages.upsert']) ingest.onMessages(events['messages.upsert'].messages, events['messages.upsert'].type);
+    if (events['messages.upsert']) {
+      const { messages, type } = events['messages.upsert'];
+      ingest.onMessages(messages, type);
+      // handed to the store: the key writes of their decrypt may commit now, with them (session-lifecycle.ts)
+      if (messages.some(fromDecrypt)) lifecycle.releaseDecryptHold();
+    }
     if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
     if (events['presence.update']) ingest.onPresence(events['presence.update']);
     if (events['groups.upsert']) groups.onUpsert(events['groups.upsert']);

@@ -132,14 +132,18 @@ describe('sessions on worker threads', () => {
     expect(s.service.sessionThreads!.threads().every((t) => t.threadId !== victim.threadId)).toBe(true);
     expect(await status(second)).toBe('online');
 
+    let missing: string[] = [];
     const stored = await waitFor(
       'every accepted message stored',
       async () => {
         const t = await storedTexts(first);
-        return accepted.every((x) => t.includes(x)) ? t : undefined;
+        missing = accepted.filter((x) => !t.includes(x));
+        return missing.length === 0 ? t : undefined;
       },
       { timeoutMs: 60_000 },
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message} (missing: ${missing.join(', ')})`);
+    });
     // Exactly once each.
     for (const text of accepted) expect(stored.filter((t) => t === text)).toHaveLength(1);
 
