@@ -28,7 +28,7 @@ export async function run(args: string[]): Promise<BenchResult> {
   const requests = flag(args, 'requests', 400);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
   const logger = pino({ level: 'silent' });
-  const { store, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
+  const { store, asyncStore, events, outbox } = openDataPlane({ dataDir, role: 'tool' });
   const user = store.users.ensure('bench');
   const { token } = issueToken(store.tokens, user.id, 'bench');
   const conn = store.connections.insert({ id: 'bench-connection', userId: user.id, name: 'bench', workerId: 'bench' });
@@ -56,6 +56,7 @@ export async function run(args: string[]): Promise<BenchResult> {
 
   const engine = createEngine({ store, events, logger, waUrl: 'ws://127.0.0.1:9/ws/chat', workerId: 'bench', mediaDir: path.join(dataDir, 'media') });
   const app = await buildApp({
+    asyncStore,
     store,
     engine,
     events,

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isPostgresUrl } from './config/database-url.ts';
 import { openDatabase } from './db/database.ts';
+import { sqliteStore } from './db/sqlite-store.ts';
 import type { Store as AsyncStore } from './db/store-api.ts';
 import { createStore, type Store, type StoreOptions } from './db/store.ts';
 import { EventLog } from './events/log.ts';
@@ -36,7 +37,14 @@ export interface DataPlaneOptions extends StoreOptions {
 
 /** What the service's parts share: the store, its event log, and the outbox that writes each event's webhook rows. */
 export interface DataPlane {
+  /** The synchronous SQLite store: the engine, the dispatcher, the stream and every write (see `asyncStore`). */
   readonly store: Store;
+  /**
+   * The engine-neutral asynchronous Store (db/store-api.ts) over the same connection: the HTTP routes' reads. Not
+   * for writes while the synchronous store writes on the same thread (docs/architecture.md § Data plane): an
+   * asynchronous transaction yields between its statements, where a synchronous one cannot wait.
+   */
+  readonly asyncStore: AsyncStore;
   /** The event log; every event it appends gets its outbox rows in the same transaction (`outbox`). */
   readonly events: EventLog;
   readonly outbox: WebhookOutbox;
@@ -64,7 +72,7 @@ export function openDataPlane(options: DataPlaneOptions): DataPlane {
   if (role === 'session-thread') store.db.pragma('wal_autocheckpoint = 0');
   const events = new EventLog(store);
   const outbox = new WebhookOutbox(store, events);
-  return { store, events, outbox, close: () => store.close() };
+  return { store, asyncStore: sqliteStore(store), events, outbox, close: () => store.close() };
 }
 
 /** Thrown by `openToolStore` with `mustExist` when there is no Switchboard database where it looked. */

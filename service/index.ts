@@ -196,7 +196,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
     // the sessions run here and wait in SQLite's busy handler, as they must.
     // The store, the event log (seq, publication after commit) and the webhook outbox that writes a row per
     // subscribed webhook in each event's transaction (docs/architecture.md § Data plane).
-    const { store, events, outbox } = openConfiguredPlane(config, {
+    const { store, asyncStore, events, outbox } = openConfiguredPlane(config, {
       dataDir: config.dataDir,
       role: 'main',
       onSyncError: (err) => logger.error({ err }, 'fsync of the database WAL failed; synced again on the main thread'),
@@ -340,6 +340,7 @@ export async function startService(config: ServiceConfig, opts: StartOptions = {
 
     const app = await buildApp({
       store,
+      asyncStore,
       engine,
       events,
       outbox,

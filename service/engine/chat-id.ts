@@ -6,6 +6,7 @@
  */
 import { jidNormalizedUser } from '@whiskeysockets/baileys';
 import { badRequest } from '../errors.ts';
+import type { Repos } from '../db/store-api.ts';
 import type { Store } from '../db/store.ts';
 
 /** A chatId as written: a phone number (digits only) or a JID with `@c.us` already turned into `@s.whatsapp.net`. */
@@ -35,12 +36,22 @@ export function parseChatId(input: string): ParsedChatId {
   return { kind: 'jid', jid, isGroup: false };
 }
 
+/** The key of a LID's reverse entry in Baileys' `lid-mapping` keys (`<lid user>_reverse` → the PN user, JSON). */
+const reverseKeyOf = (lid: string): string => `${lid.split('@')[0]!.split(':')[0]!}_reverse`;
+const pnJidOf = (storedPnUser: string): string => `${JSON.parse(storedPnUser) as string}@s.whatsapp.net`;
+
 /** The phone-number JID of a LID from the connection's LID mapping (Baileys' key store), then its contacts. */
 export function pnForLid(store: Pick<Store, 'authState' | 'contacts'>, connectionId: string, lid: string): string | undefined {
-  const user = lid.split('@')[0]!.split(':')[0]!;
-  const pnUser = store.authState.getKeys(connectionId, 'lid-mapping', [`${user}_reverse`]).get(`${user}_reverse`);
-  if (pnUser) return `${JSON.parse(pnUser) as string}@s.whatsapp.net`;
-  return store.contacts.jidForLid(connectionId, lid);
+  const key = reverseKeyOf(lid);
+  const pnUser = store.authState.getKeys(connectionId, 'lid-mapping', [key]).get(key);
+  return pnUser ? pnJidOf(pnUser) : store.contacts.jidForLid(connectionId, lid);
+}
+
+/** `pnForLid` through the asynchronous Store's repositories (db/store-api.ts), whichever the engine. */
+export async function pnForLidIn(repos: Pick<Repos, 'authState' | 'contacts'>, connectionId: string, lid: string): Promise<string | undefined> {
+  const key = reverseKeyOf(lid);
+  const pnUser = (await repos.authState.getKeys(connectionId, 'lid-mapping', [key])).get(key);
+  return pnUser ? pnJidOf(pnUser) : repos.contacts.jidForLid(connectionId, lid);
 }
 
 /**
@@ -51,5 +62,12 @@ export function pnForLid(store: Pick<Store, 'authState' | 'contacts'>, connectio
 export function canonicalChatId(store: Pick<Store, 'authState' | 'contacts'>, connectionId: string, input: string): string {
   const parsed = parseChatId(input);
   if (parsed.kind === 'jid' && parsed.jid.endsWith('@lid')) return pnForLid(store, connectionId, parsed.jid) ?? parsed.jid;
+  return parsed.jid;
+}
+
+/** `canonicalChatId` through the asynchronous Store's repositories (db/store-api.ts). @throws ServiceError 400 */
+export async function canonicalChatIdIn(repos: Pick<Repos, 'authState' | 'contacts'>, connectionId: string, input: string): Promise<string> {
+  const parsed = parseChatId(input);
+  if (parsed.kind === 'jid' && parsed.jid.endsWith('@lid')) return (await pnForLidIn(repos, connectionId, parsed.jid)) ?? parsed.jid;
   return parsed.jid;
 }

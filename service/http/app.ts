@@ -132,7 +132,7 @@ export async function buildApp(opts: AppOptions): Promise<ApiInstance> {
     ...(jwt ? [jwtVerifier(deps.store, jwt)] : []),
   ];
   registerAuth(app, createAuthenticator(verifiers), onAuthFailure);
-  registerConnectionScope(app, deps.store); // `/connections/:id…` routes: request.connection, 404/403
+  registerConnectionScope(app, deps.asyncStore.read); // `/connections/:id…` routes: request.connection, 404/403
   registerIdempotency(app, deps.store); // Idempotency-Key on send and operation routes (after the scope: it needs request.connection)
   registerWaQueryPace(app, waQueryPace); // after the connection scope: a route's pace counts only the caller's connections
   registerUploadCap(app, caps);

@@ -1,6 +1,7 @@
 /** What the HTTP layer needs from the rest of the service; passed to every route plugin as its options. */
 import type { Billing } from '../billing/billing.ts';
 import type { MachineSettings } from '../config/machine-settings.ts';
+import type { Store as AsyncStore } from '../db/store-api.ts';
 import type { Store } from '../db/store.ts';
 import type { Engine } from '../engine/types.ts';
 import type { EventLog } from '../events/log.ts';
@@ -8,7 +9,10 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 
 export interface ApiDeps {
+  /** The synchronous SQLite store (the parts of the API not on `asyncStore` yet). */
   store: Store;
+  /** The data plane's asynchronous Store (db/store-api.ts) over the same database: the routes' reads and writes. */
+  asyncStore: AsyncStore;
   engine: Engine;
   /** The event log: the WebSocket streams subscribe to it. */
   events: EventLog;

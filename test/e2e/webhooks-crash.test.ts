@@ -127,7 +127,11 @@ describe('webhook delivery survives kill -9', () => {
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     ).catch((err) => {
-      throw new Error(`${String(err)}: ${diagnosis}`);
+      // What the two sides logged about it: a delivered stanza the client refused (487: "key used already"), a
+      // message Baileys could not handle.
+      const notable = (text: string) => text.split('\n').filter((l) => /rejected a delivered|error in handling|decrypt/i.test(l)).slice(0, 5);
+      const logs = [...notable(sandbox.stderr()), ...services.flatMap((s) => notable(s.stderr()))];
+      throw new Error(`${String(err)}: ${diagnosis}; logged: ${logs.join(' | ').slice(0, 3000) || 'nothing notable'}`);
     });
 
     const log = await readLog();

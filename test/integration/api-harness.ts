@@ -124,7 +124,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
       },
     }),
   );
-  const { store, events, outbox } = openDataPlane({ dataDir, role: 'main' });
+  const { store, asyncStore, events, outbox } = openDataPlane({ dataDir, role: 'main' });
   const engine = createEngine({
     store,
     events,
@@ -138,6 +138,7 @@ export async function startTestApi(opts: TestApiOptions = {}): Promise<TestApi> 
   const reader = opts.reader?.(store);
   const settings = new MachineSettings({ dataDir, flags: {}, env: {}, allowLanWebhooks: false, openKeychain: null, ...opts.settings });
   const app = await buildApp({
+    asyncStore,
     store,
     engine,
     events,

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { ConnectionRow } from '../../db/connections.ts';
-import type { Store } from '../../db/store.ts';
+import type { Repos } from '../../db/store-api.ts';
 import { forbidden, notFound } from '../../errors.ts';
 
 declare module 'fastify' {
@@ -31,13 +31,13 @@ const CONNECTION_PATH = /\/connections\/:id(\/|$)/;
  * The caller's connection `id`.
  * @throws ServiceError 404 `Connection not found`, 403 `Connection belongs to another user`.
  */
-function ownedConnection(
-  store: Pick<Store, 'connections'>,
+async function ownedConnection(
+  repos: Pick<Repos, 'connections'>,
   request: Pick<FastifyRequest, 'user'>,
   id: string,
   opts: { includeStopped?: boolean } = {},
-): ConnectionRow {
-  const row = store.connections.get(id);
+): Promise<ConnectionRow> {
+  const row = await repos.connections.get(id);
   if (!row) throw notFound('Connection not found');
   if (row.userId !== request.user.id) throw forbidden('Connection belongs to another user');
   if (row.status === 'stopped' && !opts.includeStopped) throw notFound('Connection not found');
@@ -45,13 +45,13 @@ function ownedConnection(
 }
 
 /** Adds `request.connection` and the hook that sets it on every connection-scoped route registered afterwards. */
-export function registerConnectionScope(app: FastifyInstance, store: Pick<Store, 'connections'>): void {
+export function registerConnectionScope(app: FastifyInstance, repos: Pick<Repos, 'connections'>): void {
   app.decorateRequest('connection', null as unknown as ConnectionRow);
   app.addHook('onRoute', (route) => {
     if (!CONNECTION_PATH.test(route.url ?? route.path)) return;
     const includeStopped = route.config?.includeStoppedConnection === true;
     const resolve: preHandlerAsyncHookHandler = async (request) => {
-      request.connection = ownedConnection(store, request, (request.params as { id: string }).id, { includeStopped });
+      request.connection = await ownedConnection(repos, request, (request.params as { id: string }).id, { includeStopped });
     };
     const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
     route.preHandler = [resolve, ...own];

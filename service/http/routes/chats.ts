@@ -41,14 +41,14 @@ const ChatsQuery = Type.Object({
   include_status: Type.Boolean({ default: false, description: 'true: also list status posts (status@broadcast)' }),
 });
 
-export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
+export const chatRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore }) => {
   api.get(
     '/connections/:id/chats',
     { schema: { params: ConnectionParams, querystring: ChatsQuery, response: { 200: Type.Array(ChatSchema) } } },
     async (request, reply) => {
       const c = request.connection;
       const { limit, offset, unread_only, include_status, q } = request.query;
-      const json = store.chats.listJson(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
+      const json = await asyncStore.read.chats.listJson(c.id, { limit, offset, unreadOnly: unread_only, includeStatus: include_status, q });
       // Rendered by SQLite as the response schema would serialise it (db/chats.ts): sent as it is.
       return reply.type('application/json; charset=utf-8').send(json as never);
     },

@@ -107,14 +107,14 @@ function noQrReason(status: ConnectionStatus): string {
 }
 
 export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
-  const { store, engine, workerId } = deps;
+  const { store: sync, asyncStore: store, engine, workerId } = deps;
   const billing = billingOf(deps);
   const present = (row: ConnectionRow) => toConnection(row, engine.liveStatus(row.id));
-  const reread = (id: string) => present(store.connections.get(id)!);
+  const reread = async (id: string) => present((await store.read.connections.get(id))!);
 
   /** Stores a new connection for `userId` and starts its session (status `starting`). */
   async function create(userId: string, name: string | null): Promise<Connection> {
-    const row = await store.txAsync(() => store.connections.insert({ id: randomUUID(), userId, name, workerId }));
+    const row = await sync.txAsync(() => sync.connections.insert({ id: randomUUID(), userId, name, workerId }));
     engine.start(row.id);
     return reread(row.id);
   }
@@ -129,7 +129,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
         response: { 200: Type.Array(ConnectionSchema) },
       },
     },
-    async (request) => store.connections.listByUser(request.user.id, { includeStopped: request.query.include === 'deleted' }).map(present),
+    async (request) => (await store.read.connections.listByUser(request.user.id, { includeStopped: request.query.include === 'deleted' })).map(present),
   );
 
   api.post(
@@ -146,7 +146,7 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     '/connections/get-or-create',
     { schema: { body: CreateBody, response: { 200: ConnectionSchema, 201: ConnectionSchema, ...errorResponses(402) } } },
     async (request, reply) => {
-      const idle = store.connections.findIdle(request.user.id);
+      const idle = await store.read.connections.findIdle(request.user.id);
       // Reusing an idle connection needs no new slot; creating one does (402 when none is free).
       if (!idle) {
         const created = await billing.withFreeSlot(request.user.id, () => create(request.user.id, request.body.name ?? null));
@@ -169,10 +169,10 @@ export const connectionRoutes: ApiPlugin<ApiDeps> = async (api, deps) => {
     async (request) => {
       const c = request.connection;
       const { name, rejectCalls, rejectCallsMessage } = request.body;
-      await store.txAsync(() => {
-        if (name !== undefined) store.connections.rename(c.id, name);
+      await sync.txAsync(() => {
+        if (name !== undefined) sync.connections.rename(c.id, name);
         if (rejectCalls !== undefined || rejectCallsMessage !== undefined) {
-          store.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);
+          sync.connections.setCallSettings(c.id, rejectCalls ?? c.rejectCalls, rejectCallsMessage === undefined ? c.rejectCallsMessage : rejectCallsMessage || null);
         }
       });
       return reread(c.id);

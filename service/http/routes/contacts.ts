@@ -23,7 +23,7 @@ const NumberCheckSchema = Type.Object({
   checkedAt: Type.String({ description: 'When WhatsApp answered (answers are reused for 24 h)' }),
 });
 
-export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore, engine }) => {
   api.post(
     '/connections/:id/contacts/check',
     {
@@ -56,7 +56,7 @@ export const contactRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) 
     },
     async (request) => {
       const c = request.connection;
-      return store.contacts.list(c.id, request.query);
+      return asyncStore.read.contacts.list(c.id, request.query);
     },
   );
 };

@@ -54,17 +54,20 @@ export function parseEventTypes(raw: string | undefined, field: string): string[
   return types.length ? types : undefined;
 }
 
-export const eventRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
+export const eventRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore }) => {
+  const store = asyncStore.read;
   api.get('/events', { schema: { querystring: EventsQuery, response: { 200: EventsPage } } }, async (request) => {
     const userId = request.user.id;
     const after = request.query.after ?? 0;
     const limit = request.query.limit ?? 100;
     const types = parseEventTypes(request.query.events, 'querystring/events');
-    // Read the end of the log and the page in the same synchronous step: no commit can fall between them.
-    const lastSeq = store.events.lastSeq(userId);
-    if (after > lastSeq) throw badRequest(`querystring/after is beyond the end of the event log (last seq ${lastSeq})`);
-    const events = store.events.afterFiltered(userId, after, limit, { types, connectionId: request.query.connectionId });
+    // The end of the log first, then the page: a commit (of a session thread, or on another engine's host) may fall
+    // between the two reads, so the page can reach past `end`; it then ends at the log's end as that read saw it.
+    const end = await store.events.lastSeq(userId);
+    if (after > end) throw badRequest(`querystring/after is beyond the end of the event log (last seq ${end})`);
+    const events = await store.events.afterFiltered(userId, after, limit, { types, connectionId: request.query.connectionId });
+    const lastSeq = Math.max(end, events.at(-1)?.seq ?? 0);
     const nextAfter = events.length === limit ? events.at(-1)!.seq : lastSeq;
-    return { events, nextAfter, lastSeq, oldestSeq: store.events.firstSeq(userId) ?? null };
+    return { events, nextAfter, lastSeq, oldestSeq: (await store.events.firstSeq(userId)) ?? null };
   });
 };

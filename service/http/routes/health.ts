@@ -29,14 +29,14 @@ const HealthSchema = Type.Object({
   ),
 });
 
-export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { store, version, sandbox, startedAt, storage, portFallback }) => {
+export const healthRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore: store, version, sandbox, startedAt, storage, portFallback }) => {
   api.get('/', { config: { auth: 'none' }, schema: { response: { 200: HealthSchema } } }, async () => {
     const fallback = portFallback?.();
     return {
       status: 'ok' as const,
       version,
       uptime: Math.floor((Date.now() - startedAt) / 1000),
-      connections: store.connections.countActive(),
+      connections: await store.read.connections.countActive(),
       sandbox,
       storage: storage?.() ?? (store.storage().state === 'unavailable' ? ('unavailable' as const) : ('ok' as const)),
       ...(fallback && { portFallback: fallback }),

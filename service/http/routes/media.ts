@@ -11,7 +11,7 @@ import rangeParser from 'range-parser';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MediaFileInfo } from '../../engine/types.ts';
 import { notFound } from '../../errors.ts';
-import { canonicalChatId } from '../../engine/chat-id.ts';
+import { canonicalChatIdIn } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { BinaryResponse, errorResponses } from '../schemas.ts';
 import { errorBody } from '../plugins/errors.ts';
@@ -66,7 +66,8 @@ const MediaResponses = {
   ...errorResponses(416),
 };
 
-export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) => {
+export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore, engine }) => {
+  const store = asyncStore.read;
   api.get('/connections/:id/media/:filename', { schema: { params: FileParams, response: MediaResponses } }, async (request, reply) => {
     const c = request.connection;
     return sendFile(request, reply, await engine.mediaFile(c.id, request.params.filename));
@@ -77,8 +78,8 @@ export const mediaRoutes: ApiPlugin<ApiDeps> = async (api, { store, engine }) =>
     { schema: { params: MessageParams, querystring: MessageQuery, response: MediaResponses } },
     async (request, reply) => {
       const c = request.connection;
-      const chatId = canonicalChatId(store, c.id, request.query.chatId);
-      const message = store.messages.get(c.id, request.params.messageId);
+      const chatId = await canonicalChatIdIn(store, c.id, request.query.chatId);
+      const message = await store.messages.get(c.id, request.params.messageId);
       if (!message || message.chatId !== chatId) throw notFound('Message not found');
       return sendFile(request, reply, await engine.messageMedia(c.id, message.id));
     },

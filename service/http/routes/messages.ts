@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, type ChatPage, type Message } from '../../db/messages.ts';
 import { badRequest, notFound } from '../../errors.ts';
-import { canonicalChatId } from '../../engine/chat-id.ts';
+import { canonicalChatIdIn } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { Limit, MessageSchema, Nullable } from '../schemas.ts';
 import { compileSerializer } from '../serializer.ts';
@@ -53,31 +53,32 @@ export function pageJson(page: ChatPage<string | Message> & { nextAfter?: string
   return out + ']' + frame.slice(EMPTY_FRAME.length);
 }
 
-export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
+export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { asyncStore }) => {
+  const store = asyncStore.read;
   api.get(
     '/connections/:id/chats/:chatId/messages',
     { schema: { params: ChatParams, querystring: PageQuery, response: { 200: PageSchema } } },
     async (request, reply) => {
       const c = request.connection;
       const { limit, before, after, around } = request.query;
-      const chatId = canonicalChatId(store, c.id, request.params.chatId);
+      const chatId = await canonicalChatIdIn(store, c.id, request.params.chatId);
       if ([before, after, around].filter((v) => v !== undefined).length > 1) {
         throw badRequest('querystring must have at most one of before, after and around');
       }
       const pages = store.messages.rendered;
       let page;
       if (around !== undefined) {
-        const at = store.messages.positionOf(c.id, chatId, around);
+        const at = await store.messages.positionOf(c.id, chatId, around);
         if (!at) throw notFound('Message not found');
-        page = pages.pageAround(c.id, chatId, limit, at);
+        page = await pages.pageAround(c.id, chatId, limit, at);
       } else if (after !== undefined) {
         const from = decodeCursor(after);
         if (!from) throw badRequest('querystring/after is not a valid cursor');
-        page = pages.pageAfter(c.id, chatId, limit, from);
+        page = await pages.pageAfter(c.id, chatId, limit, from);
       } else {
         const cursor = before === undefined ? undefined : decodeCursor(before);
         if (before !== undefined && !cursor) throw badRequest('querystring/before is not a valid cursor');
-        page = pages.page(c.id, chatId, limit, cursor);
+        page = await pages.page(c.id, chatId, limit, cursor);
       }
       // A string with a JSON content type is sent as it is (Fastify skips the serializer): already the exact body,
       // which the type provider cannot know (it types `send` by the response schema).
@@ -96,8 +97,8 @@ export const messageRoutes: ApiPlugin<ApiDeps> = async (api, { store }) => {
     },
     async (request) => {
       const c = request.connection;
-      const chatId = canonicalChatId(store, c.id, request.query.chatId);
-      const message = store.messages.get(c.id, request.params.messageId);
+      const chatId = await canonicalChatIdIn(store, c.id, request.query.chatId);
+      const message = await store.messages.get(c.id, request.params.messageId);
       if (!message || message.chatId !== chatId) throw notFound('Message not found');
       return message;
     },

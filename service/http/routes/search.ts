@@ -17,10 +17,10 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Message } from '../../db/messages.ts';
 import type { Reader } from '../../db/reader.ts';
 import type { SearchFilters } from '../../db/search.ts';
-import type { Store } from '../../db/store.ts';
+import type { Repos } from '../../db/store-api.ts';
 import type { AuthUser } from '../../auth/authenticate.ts';
 import { badRequest } from '../../errors.ts';
-import { canonicalChatId, parseChatId } from '../../engine/chat-id.ts';
+import { canonicalChatIdIn, parseChatId } from '../../engine/chat-id.ts';
 import type { ApiDeps } from '../deps.ts';
 import { TRANSCRIPT_CSP } from '../plugins/hardening.ts';
 import { PerUserSlots, tooManyExports } from '../plugins/user-caps.ts';
@@ -60,11 +60,11 @@ const SearchPage = Type.Object({ results: Type.Array(SearchResult), nextBefore: 
 const SearchPageAll = Type.Object({ results: Type.Array(SearchResultAll), nextBefore: Nullable(Type.String()) });
 
 /** Searches on a reader thread (db/reader.ts); only the chat id's canonical form is looked up here. */
-function runSearch(store: Store, reader: Reader, connectionIds: string[], query: SearchQueryT) {
+async function runSearch(repos: Repos, reader: Reader, connectionIds: string[], query: SearchQueryT) {
   const filters: SearchFilters = { connectionIds };
   // One connection: its LID mapping applies; across connections the chat is matched as written (a LID stays a LID).
   if (query.chatId !== undefined) {
-    filters.chatId = connectionIds.length === 1 ? canonicalChatId(store, connectionIds[0]!, query.chatId) : parseChatId(query.chatId).jid;
+    filters.chatId = connectionIds.length === 1 ? await canonicalChatIdIn(repos, connectionIds[0]!, query.chatId) : parseChatId(query.chatId).jid;
   }
   if (query.senderJid !== undefined) filters.senderJid = query.senderJid;
   if (query.type !== undefined) filters.type = query.type;
@@ -160,7 +160,8 @@ export interface SearchRouteOptions extends ApiDeps {
   maxExports: number;
 }
 
-export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, engine, reader, maxExports }) => {
+export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { asyncStore, engine, reader, maxExports }) => {
+  const store = asyncStore.read;
   api.get(
     '/connections/:id/search',
     { schema: { params: Type.Object({ id: Type.String() }), querystring: SearchQuery, response: { 200: SearchPage } } },
@@ -175,7 +176,7 @@ export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, 
     return runSearch(
       store,
       reader,
-      store.connections.listByUser(user.id).map((c) => c.id),
+      (await store.connections.listByUser(user.id)).map((c) => c.id),
       request.query,
     );
   });
@@ -204,7 +205,7 @@ export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, 
     },
     async (request, reply) => {
       const c = request.connection;
-      const chatId = canonicalChatId(store, c.id, request.params.chatId);
+      const chatId = await canonicalChatIdIn(store, c.id, request.params.chatId);
       const { format, media, since, until } = request.query;
       if (since !== undefined && until !== undefined && since > until) throw badRequest('since is after until');
       // One slot per export in progress, from here until its response is closed (finished, or the client went away).
@@ -215,7 +216,7 @@ export const searchRoutes: ApiPlugin<SearchRouteOptions> = async (api, { store, 
       }
       reply.raw.once('close', release);
       const range = { ...(since !== undefined && { since }), ...(until !== undefined && { until }) };
-      const chatName = store.search.chatName(c.id, chatId) ?? chatId;
+      const chatName = (await store.search.chatName(c.id, chatId)) ?? chatId;
       const subtitle = `${chatId} · exported ${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
       reply.header('cache-control', 'private, no-store');
 

@@ -15,7 +15,7 @@ import {
   type SettingsPatch,
 } from '../../config/machine-settings.ts';
 import { DESKTOP_SETTINGS } from '../../config/settings-table.ts';
-import type { Store } from '../../db/store.ts';
+import type { Store as AsyncStore } from '../../db/store-api.ts';
 import { badRequest, conflict, forbidden } from '../../errors.ts';
 import type { ApiDeps } from '../deps.ts';
 import { ErrorResponse as ErrorBody, Nullable } from '../schemas.ts';
@@ -90,15 +90,15 @@ const PatchResponse = Type.Intersect([
   Type.Object({ changed: Type.Array(Type.String(), { description: 'Settings whose saved value changed' }) }),
 ]);
 
-function requireOwner(store: Store, request: FastifyRequest): void {
-  const owner = store.users.owner();
+async function requireOwner(store: AsyncStore, request: FastifyRequest): Promise<void> {
+  const owner = await store.read.users.owner();
   if (!owner || owner.id !== request.user.id) throw forbidden(OWNER_ONLY_MESSAGE);
 }
 
-export const settingsRoutes: ApiPlugin<ApiDeps & { settings: MachineSettings }> = async (api, { store, settings }) => {
+export const settingsRoutes: ApiPlugin<ApiDeps & { settings: MachineSettings }> = async (api, { asyncStore, settings }) => {
   // Before the body is validated: someone else learns nothing about the settings, not even which values are valid.
   api.addHook('preValidation', async (request) => {
-    if (request.routeOptions.config.owner) requireOwner(store, request);
+    if (request.routeOptions.config.owner) await requireOwner(asyncStore, request);
   });
   api.get(
     '/settings',

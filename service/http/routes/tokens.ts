@@ -38,19 +38,19 @@ export interface TokenRouteOptions extends ApiDeps {
   live: LiveCredentials;
 }
 
-export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, live }) => {
+export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store: sync, asyncStore: store, live }) => {
   api.get('/tokens', { schema: { response: { 200: Type.Array(TokenSchema) } } }, async (request) =>
-    store.tokens.listActive(request.user.id),
+    store.read.tokens.listActive(request.user.id),
   );
 
   api.post(
     '/tokens',
     { schema: { body: CreateBody, response: { 201: CreatedTokenSchema, ...errorResponses([409, 'Token limit reached: revoke one first']) } } },
     async (request, reply) => {
-      const created = await store.txAsync(() => {
-        if (store.tokens.listActive(request.user.id).length >= MAX_TOKENS_PER_USER)
+      const created = await sync.txAsync(() => {
+        if (sync.tokens.listActive(request.user.id).length >= MAX_TOKENS_PER_USER)
           throw conflict(`Token limit reached (${MAX_TOKENS_PER_USER} active tokens); revoke one first`);
-        return issueToken(store.tokens, request.user.id, request.body.name);
+        return issueToken(sync.tokens, request.user.id, request.body.name);
       });
       return reply.code(201).send({ token: created.token, ...created.record });
     },
@@ -60,10 +60,10 @@ export const tokenRoutes: ApiPlugin<TokenRouteOptions> = async (api, { store, li
     '/tokens/:id',
     { schema: { params: TokenParams, response: { 200: SuccessSchema } } },
     async (request) => {
-      const token = store.tokens.get(request.params.id);
+      const token = await store.read.tokens.get(request.params.id);
       if (!token || token.revokedAt !== null) throw notFound('Token not found');
       if (token.userId !== request.user.id) throw forbidden('Token belongs to another user');
-      await store.txAsync(() => store.tokens.revoke(token.id));
+      await sync.txAsync(() => sync.tokens.revoke(token.id));
       live.revokeToken(token.id);
       return { success: true as const };
     },
