@@ -123,6 +123,10 @@ describe('webhook delivery survives kill -9', () => {
         diagnosis = `undelivered events: ${JSON.stringify(undelivered.slice(0, 5))} (${undelivered.length})`;
         // Every message the sandbox accepted (201) must reach the log: the engine commits before it receipts.
         diagnosis += `; accepted but not logged: ${missing.slice(0, 10).join(', ')} (${missing.length})`;
+        // A message stuck as an undecryptable placeholder is logged as `message.waiting` and never as `message`.
+        const messageIds = new Set(log.filter((e) => e.event === 'message').map((e) => e.payload.id));
+        const stillWaiting = log.filter((e) => e.event === 'message.waiting' && !messageIds.has(e.payload.id)).map((e) => e.payload.id);
+        diagnosis += `; still waiting to decrypt: ${stillWaiting.slice(0, 5).join(', ')} (${stillWaiting.length})`;
         return undelivered.length === 0 && missing.length === 0 ? true : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 250 },
