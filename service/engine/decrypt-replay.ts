@@ -24,10 +24,19 @@ type MakeSignalRepository = SocketConfig['makeSignalRepository'];
 
 export class DecryptReplay {
   /**
-   * @param onDecrypted called after every ciphertext that decrypted (not for a replay): the session holds its Signal
-   *   key writes and frames until the message is handed to the store (session-lifecycle.ts `#holdForDecrypt`).
+   * @param hooks.decrypting called right before every decrypt: the session holds its Signal key writes and frames
+   *   from then until the message is handed to the store (session-lifecycle.ts `#holdForDecrypt`) — from before, not
+   *   after: Baileys records the decrypt's key update several microtasks before its result comes back here.
+   * @param hooks.decrypted called when it succeeded (not for a replay).
+   * @param hooks.failed called when a decrypt failed and nothing was replayed (the keys did not move).
    */
-  constructor(private readonly onDecrypted: () => void = () => undefined) {}
+  constructor(
+    private readonly hooks: { decrypting(): void; decrypted(): void; failed(): void } = {
+      decrypting: () => undefined,
+      decrypted: () => undefined,
+      failed: () => undefined,
+    },
+  ) {}
 
   /** sha256 of `type:ciphertext` (or the group and the skmsg) → the plaintext it decrypted to; oldest first. */
   readonly #plaintexts = new Map<string, Uint8Array>();
@@ -55,16 +64,20 @@ export class DecryptReplay {
 
   async #remembered(kind: string, ciphertext: Uint8Array, decrypt: () => Promise<Uint8Array>): Promise<Uint8Array> {
     const key = createHash('sha256').update(kind).update(':').update(ciphertext).digest('base64');
+    this.hooks.decrypting();
     try {
       const plaintext = await decrypt();
-      this.onDecrypted();
+      this.hooks.decrypted();
       this.#plaintexts.delete(key);
       this.#plaintexts.set(key, plaintext);
       if (this.#plaintexts.size > REPLAY_MAX) this.#plaintexts.delete(this.#plaintexts.keys().next().value!);
       return plaintext;
     } catch (err) {
       const plaintext = this.#plaintexts.get(key);
-      if (!plaintext) throw err;
+      if (!plaintext) {
+        this.hooks.failed();
+        throw err;
+      }
       this.replayed++;
       return plaintext;
     }

@@ -129,9 +129,17 @@ export class SessionLifecycle {
   #historyTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
   /** Plaintexts of recent decrypts, kept across sockets for a redelivery the last socket left unstored. */
-  readonly #decryptReplay = new DecryptReplay(() => this.#holdForDecrypt());
+  readonly #decryptReplay = new DecryptReplay({
+    decrypting: () => this.#holdForDecrypt(),
+    decrypted: () => void (this.#decryptedUnderHold = true),
+    // Nothing moved (the keys of a failed decrypt are not written): ends the hold unless an earlier decrypt under it
+    // (the pkmsg before a group's skmsg) succeeded, whose message is still to be handed over.
+    failed: () => void (this.#decryptedUnderHold || this.releaseDecryptHold()),
+  });
   /** Releases the hold a decrypt took (`#holdForDecrypt`); undefined while none is in force. */
   #decryptHold: (() => void) | undefined;
+  /** A decrypt succeeded under the current hold. */
+  #decryptedUnderHold = false;
   /** Goes online without the offline-delivered marker (see LifecycleOptions.onlineFallbackMs). */
   #onlineFallbackTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
@@ -355,12 +363,12 @@ export class SessionLifecycle {
   }
 
   /**
-   * A ciphertext decrypted: its Signal key update must not commit before the message it decrypted is in the store.
+   * A ciphertext is being decrypted: its Signal key update must not commit before the message is in the store.
    * rc14's `handleMessage` (lib/Socket/messages-recv.js) decrypts, sends the receipt, then upserts; between the two a
    * write of another event (an ack's `store.tx`) can commit the open batch, and with it the key writes recorded so
    * far. Killed right then, the session would come back with the chain advanced past a message it never stored:
    * the server's redelivery fails with "Key used already" (acknowledged as a duplicate) and the message is lost.
-   * So the frame gate holds (frames and key writes, as for a history chunk) from the decrypt until the upsert is
+   * So the frame gate holds (frames and key writes, as for a history chunk) from before the decrypt until the upsert is
    * handed to the store (`releaseDecryptHold`, called by the session after its `messages.upsert` handler): the key
    * writes then join the batch that holds the message. Decrypt and upsert run under one mutex in rc14 (with the
    * upserts of our own sends), so one hold covers one message at a time; a decrypt whose upsert never comes (the
@@ -380,6 +388,7 @@ export class SessionLifecycle {
   releaseDecryptHold(): void {
     const release = this.#decryptHold;
     this.#decryptHold = undefined;
+    this.#decryptedUnderHold = false;
     release?.();
   }
 
