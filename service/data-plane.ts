@@ -72,7 +72,17 @@ export function openDataPlane(options: DataPlaneOptions): DataPlane {
   if (role === 'session-thread') store.db.pragma('wal_autocheckpoint = 0');
   const events = new EventLog(store);
   const outbox = new WebhookOutbox(store, events);
-  return { store, asyncStore: sqliteStore(store), events, outbox, close: () => store.close() };
+  // Made on first use: session threads and most tools never read through it.
+  let asyncStore: AsyncStore | undefined;
+  return {
+    store,
+    get asyncStore() {
+      return (asyncStore ??= sqliteStore(store));
+    },
+    events,
+    outbox,
+    close: () => store.close(),
+  };
 }
 
 /** Thrown by `openToolStore` with `mustExist` when there is no Switchboard database where it looked. */

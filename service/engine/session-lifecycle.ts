@@ -131,15 +131,13 @@ export class SessionLifecycle {
   /** Plaintexts of recent decrypts, kept across sockets for a redelivery the last socket left unstored. */
   readonly #decryptReplay = new DecryptReplay({
     decrypting: () => this.#holdForDecrypt(),
-    decrypted: () => void (this.#decryptedUnderHold = true),
+    decrypted: () => void (this.#decryptHold && (this.#decryptHold.decrypted = true)),
     // Nothing moved (the keys of a failed decrypt are not written): ends the hold unless an earlier decrypt under it
     // (the pkmsg before a group's skmsg) succeeded, whose message is still to be handed over.
-    failed: () => void (this.#decryptedUnderHold || this.releaseDecryptHold()),
+    failed: () => void (this.#decryptHold?.decrypted || this.releaseDecryptHold()),
   });
-  /** Releases the hold a decrypt took (`#holdForDecrypt`); undefined while none is in force. */
-  #decryptHold: (() => void) | undefined;
-  /** A decrypt succeeded under the current hold. */
-  #decryptedUnderHold = false;
+  /** The hold a decrypt took (`#holdForDecrypt`): how to end it, and whether a decrypt under it succeeded. */
+  #decryptHold: { release(): void; decrypted: boolean } | undefined;
   /** Goes online without the offline-delivered marker (see LifecycleOptions.onlineFallbackMs). */
   #onlineFallbackTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
@@ -378,18 +376,20 @@ export class SessionLifecycle {
     if (this.#decryptHold || !this.#gate) return;
     const release = this.#gate.hold();
     const timer = setTimeout(() => this.releaseDecryptHold(), DECRYPT_HOLD_MAX_MS);
-    this.#decryptHold = () => {
-      clearTimeout(timer);
-      release();
+    this.#decryptHold = {
+      decrypted: false,
+      release() {
+        clearTimeout(timer);
+        release();
+      },
     };
   }
 
   /** Ends the hold of `#holdForDecrypt` (the decrypted message was handed to the store); idempotent. */
   releaseDecryptHold(): void {
-    const release = this.#decryptHold;
+    const hold = this.#decryptHold;
     this.#decryptHold = undefined;
-    this.#decryptedUnderHold = false;
-    release?.();
+    hold?.release();
   }
 
   #scheduleReconnect(reason: string, immediate = false): void {

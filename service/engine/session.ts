@@ -58,25 +58,24 @@ export interface SessionDeps extends LifecycleOptions {
 }
 
 /**
- * Whether `m` is what rc14's `handleMessage` upserts after a decrypt — content, or the CIPHERTEXT stub of a failed
- * one — rather than a stub made of a notification (group changes, calls), which upserts outside the message mutex.
+ * Whether `m` is a real message, decrypted or not (a CIPHERTEXT stub) — what rc14's `handleMessage` upserts after a
+ * decrypt — rather than a stub Baileys makes of a notification (group created, left, renamed…, calls), which it
+ * upserts outside the message mutex.
  */
-function fromDecrypt(m: WAMessage): boolean {
-  return !!m.message || m.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT;
+function isRealMessage(m: WAMessage): boolean {
+  return !m.messageStubType || m.messageStubType === proto.WebMessageInfo.StubType.CIPHERTEXT;
 }
 
 /**
- * The group chats that `messages` prove the account is in: those of real messages, decrypted or not (a CIPHERTEXT
- * stub), not the stubs Baileys makes of group notifications (created, left, removed, renamed…), which the group
- * handlers deal with.
+ * The group chats that `messages` prove the account is in: those of real messages (`isRealMessage`), not of the
+ * notification stubs, which the group handlers deal with.
  */
 function groupChatsOf(messages: WAMessage[]): string[] {
   const out: string[] = [];
   for (const m of messages) {
     const jid = m.key.remoteJid;
     if (!jid?.endsWith('@g.us')) continue;
-    if (m.messageStubType && m.messageStubType !== proto.WebMessageInfo.StubType.CIPHERTEXT) continue;
-    out.push(jid);
+    if (isRealMessage(m)) out.push(jid);
   }
   return out;
 }
@@ -248,7 +247,7 @@ export class Session {
       const { messages, type } = events['messages.upsert'];
       ingest.onMessages(messages, type);
       // handed to the store: the key writes of their decrypt may commit now, with them (session-lifecycle.ts)
-      if (messages.some(fromDecrypt)) lifecycle.releaseDecryptHold();
+      if (messages.some(isRealMessage)) lifecycle.releaseDecryptHold();
     }
     if (events['messages.update']) ingest.onMessageUpdates(events['messages.update']);
     if (events['presence.update']) ingest.onPresence(events['presence.update']);

@@ -264,13 +264,15 @@ export class WebhookDispatcher implements OutboxDrain {
       // The claim waits for the write lock without blocking the main thread (store.ts writeAsync; the claim is its
       // own relaxed transaction); the room of each lane is counted in the same synchronous step.
       const claimed = await this.#store.writeAsync(() => {
+        want.clear(); // a try that found SQLite busy left its count: counted again
         active = this.#store.webhooks.activeIds();
         for (const id of active) {
           const lane = this.#lanes.get(id);
           const room = this.#o.perWebhookQueue - (lane ? lane.queue.length + lane.inFlight + lane.reserved : 0);
           if (room > 0) want.set(id, room);
         }
-        return want.size ? this.#store.deliveries.claim(want, Date.now(), Date.now() + this.#o.leaseMs) : [];
+        const at = Date.now();
+        return want.size ? this.#store.deliveries.claim(want, at, at + this.#o.leaseMs) : [];
       });
       if (!this.#running) {
         for (const d of claimed) this.#outcomes.push({ id: d.id, kind: 'release' });
