@@ -3,7 +3,8 @@
  * from electron-builder.yml's `extraResources` (`resources/icon.png` → `<resourcesPath>/icon.png`): outside
  * app.asar, as a plain file every desktop environment's tray can read. In development (`npm run desktop`, which
  * runs dist/main/index.js of the checkout) it is the checkout's `resources/icon.png`, found from the folder of the
- * running main script (dist/main/, or main/ when run from source) by walking up to the package.json.
+ * running main script (dist/main/, or main/ when run from source) by walking up to the first folder that has it. Not
+ * up to a package.json: the build leaves a copy of the checkout's in dist/ (tsc emits the JSON modules it imports).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,7 +22,7 @@ export const SOURCE_ICON = 'resources/icon.png';
 export function appIconPath(opts: { packaged: boolean; resourcesPath: string; mainDir: string }): string {
   if (opts.packaged) return path.join(opts.resourcesPath, PACKAGED_ICON);
   let dir = path.resolve(opts.mainDir);
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+  while (!fs.existsSync(path.join(dir, SOURCE_ICON))) {
     const parent = path.dirname(dir);
     if (parent === dir) return path.resolve(opts.mainDir, '..', SOURCE_ICON); // no checkout around: its usual place
     dir = parent;

@@ -8,6 +8,7 @@
  */
 import { MESSAGE_REPO_NAMES } from './pg/repos/message-repos.ts';
 import { Serial } from './serial.ts';
+import { runSteps, runStepsNow, stepsOver, stepsOverSync, type Steps } from './steps.ts';
 import { openStore, type Store as SyncStore, type StoreOptions } from './store.ts';
 import type { Repos, Store, TxOptions, Work } from './store-api.ts';
 
@@ -75,14 +76,16 @@ export function sqliteStore(sync: SyncStore): Store {
     for (const w of waiters) w.reject(err);
     waiters.clear();
   });
-  const durableNow = (): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const w = { resolve, reject };
+  /** Resolves with `value` once everything written so far is durable; rejects when that commit fails. */
+  const durableWith = <T>(value: T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const w = { resolve: () => resolve(value), reject };
       waiters.add(w);
       sync.whenDurable(() => {
-        if (waiters.delete(w)) resolve();
+        if (waiters.delete(w)) w.resolve();
       });
     });
+  const durableNow = (): Promise<void> => durableWith(undefined);
 
   /** Runs a repository method now; its result (or error) as a Promise. */
   const callNow = (fn: (...a: unknown[]) => unknown, self: unknown, args: unknown[]): Promise<unknown> => {
@@ -153,10 +156,31 @@ export function sqliteStore(sync: SyncStore): Store {
     return result;
   }
 
+  // ---- steps units (steps.ts): synchronous when nothing else runs -------------------------------------------
+  const syncSteps = stepsOverSync(sync as unknown as Record<string, unknown>, REPOS);
+  const insideSteps = stepsOver(inside);
+  /**
+   * Runs a steps unit: when idle, to its end inside the synchronous store's own `tx`/`ingest` (this call, no Promise
+   * per statement); behind running work, as asynchronous work in its turn.
+   */
+  function runStepsUnit<T>(kind: 'tx' | 'ingest', work: Steps<T>, opts: TxOptions = {}): Promise<T> {
+    if (turns.busy || (kind === 'tx' && opts.relaxed)) return run(kind, () => runSteps(work(insideSteps)), opts);
+    let result: T;
+    try {
+      result = kind === 'tx' ? sync.tx(() => runStepsNow(work(syncSteps))) : sync.ingest(() => runStepsNow(work(syncSteps)));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    // tx: committed and synced (FULL) already; ingest: once its batch's COMMIT is on disk
+    return kind === 'tx' ? Promise.resolve(result) : durableWith(result);
+  }
+
   return {
     engine: 'sqlite',
     tx: (work, opts) => run('tx', work, opts),
     ingest: (unit) => run('ingest', unit),
+    txSteps: (work, opts) => runStepsUnit('tx', work, opts),
+    ingestSteps: (unit) => runStepsUnit('ingest', unit),
     beforeCommit(write) {
       const register = () =>
         sync.beforeCommit(() => {

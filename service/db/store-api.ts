@@ -21,6 +21,7 @@ import type { deliveriesRepo } from './deliveries.ts';
 import type { eventsRepo } from './events.ts';
 import type { idempotencyRepo } from './idempotency.ts';
 import type { MessageRepos } from './pg/repos/message-repos.ts';
+import type { Steps } from './steps.ts';
 import type { StorageState, TransactionObserver } from './store.ts';
 import type { tokensRepo } from './tokens.ts';
 import type { usersRepo } from './users.ts';
@@ -87,6 +88,18 @@ export interface Store {
    * batch fails (every unit of it then rejects, and `onCommitFailure` listeners hear it first).
    */
   ingest<T>(unit: Work<T>): Promise<T>;
+  /**
+   * `tx` for work written as steps (steps.ts): the same transaction and durability. On SQLite, when no other work is
+   * running, `work` runs to its end inside this call (as the synchronous store's `tx`); on PostgreSQL step by step.
+   */
+  txSteps<T>(work: Steps<T>, opts?: TxOptions): Promise<T>;
+  /**
+   * `ingest` for a unit written as steps (steps.ts): the same group commit, savepoint and durability. On SQLite, when
+   * no other work is running, the unit runs to its end inside this call — in the order the calls came, with no
+   * Promise per statement (the engine's hot path: docs/performance.md); on PostgreSQL step by step, in call order.
+   * Rejects at once when the unit throws (its savepoint rolled back alone).
+   */
+  ingestSteps<T>(unit: Steps<T>): Promise<T>;
   /**
    * Runs `write` right before the next group-commit batch commits (opening one when none is): for writes their owner
    * coalesces until then (a burst rewrites a contact's Signal session many times; the last version is written once).

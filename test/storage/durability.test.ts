@@ -81,6 +81,44 @@ describe.each(ENGINES)('durability on %s', (engine) => {
     ).toBe(0);
   });
 
+  it('runs units written as steps (db/steps.ts) by the same rules: gap-free seqs, a throwing unit rolled back alone, read-your-writes', async () => {
+    const before = await store.read.events.lastSeq(userA);
+    const units = Array.from({ length: 60 }, (_, i) =>
+      store.ingestSteps(function* (t) {
+        const ev = yield* t.events.append(userA, null, 'message', { tag: `steps-${i}` });
+        if (i % 5 === 2) throw new Error('steps unit fails after its append');
+        return ev.seq;
+      }),
+    );
+    const settled = await Promise.allSettled(units);
+    const seqs = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    expect(settled.filter((s) => s.status === 'rejected')).toHaveLength(12);
+    expect(seqs).toEqual(seqs.map((_, k) => before + k + 1));
+    const written = store.ingestSteps(function* (t) {
+      yield* t.authState.writeKeys(conn, [['session', 'steps-ryw', 'v1']]);
+    });
+    const read = store.ingestSteps(function* (t) {
+      return (yield* t.authState.getKeys(conn, 'session', ['steps-ryw'])).get('steps-ryw');
+    });
+    await written;
+    expect(await read).toBe('v1');
+    const next = await store.txSteps(function* (t) {
+      return (yield* t.events.append(userA, null, 'message', { tag: 'steps-tx' })).seq;
+    });
+    expect(next).toBe(before + 49);
+    expect(await count(`SELECT count(*) AS n FROM events WHERE payload LIKE '%steps-%'`)).toBe(49);
+  });
+
+  it.runIf(engine === 'sqlite')('runs a steps unit to its end inside the call on SQLite when nothing else is running', async () => {
+    let ended = false;
+    const unit = store.ingestSteps(function* (t) {
+      yield* t.users.list();
+      ended = true;
+    });
+    expect(ended).toBe(true); // no Promise per statement: the engine's hot path (docs/performance.md)
+    await unit;
+  });
+
   it('commits an outbox row with its event, and neither when the unit or the transaction rolls back', async () => {
     await expect(
       store.ingest(async (t) => {

@@ -14,6 +14,7 @@
  * - **Seq.** An event's per-user seq is taken in the committing transaction by the events repository
  *   (pg/repos/events.ts): gap-free and in commit order across hosts.
  */
+import { runSteps, stepsOver } from '../steps.ts';
 import { Serial } from '../serial.ts';
 import type { StorageState, TransactionObserver } from '../store.ts';
 import type { Store, TxOptions, Work } from '../store-api.ts';
@@ -305,15 +306,20 @@ export function pgStore(sql: Sql, opts: PgStoreOptions = {}): Store {
     });
   }
 
+  function ingest<T>(unit: Work<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      queue.push({ work: unit as Work<unknown>, resolve: resolve as (v: unknown) => void, reject });
+      kick();
+    });
+  }
+
   return {
     engine: 'postgres',
     tx,
-    ingest<T>(unit: Work<T>): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        queue.push({ work: unit as Work<unknown>, resolve: resolve as (v: unknown) => void, reject });
-        kick();
-      });
-    },
+    ingest,
+    // Step by step: each statement is a round trip; the steps' wrappers are made per transaction (its Repos).
+    txSteps: (work, opts) => tx((t) => runSteps(work(stepsOver(t))), opts),
+    ingestSteps: (unit) => ingest((t) => runSteps(unit(stepsOver(t)))),
     beforeCommit(write) {
       deferred.push(write);
       kick();
