@@ -36,8 +36,9 @@ export interface FrameGate {
   /** Keeps every frame (queued and later ones) from the wire until the returned function is called (idempotent). */
   hold(): () => void;
   /**
-   * A commit failed (the disk is full): drops every queued frame and every later one, for good — the receipts of
-   * what was not stored must never reach the server, which then redelivers after a reconnect. Returns how many
+   * A commit failed (the disk is full), or storing an event did: drops every queued frame and every later one, for
+   * good — the receipts of what was not stored must never reach the server, which then redelivers after a reconnect
+   * — and holds the session's key writes for good (`holding()`; a release no longer lets them go). Returns how many
    * frames were dropped. The caller closes the socket.
    */
   discard(): number;
@@ -45,7 +46,7 @@ export interface FrameGate {
   enqueued(): number;
   /** Whether every frame up to `mark` (an `enqueued()` value) went on the wire; false once they were discarded. */
   wasSent(mark: number): boolean;
-  /** Whether a `hold()` is in force (frames stay queued until its release). */
+  /** Whether a `hold()` is in force (frames stay queued until its release), or the gate was discarded. */
   holding(): boolean;
 }
 
@@ -100,7 +101,9 @@ export function sendFramesAfterCommit(
   return {
     enqueued: () => enqueuedCount,
     wasSent: (mark) => flushedCount >= mark,
-    holding: () => holds > 0,
+    // A discarded gate holds for good: its socket is dead, and the Signal key updates its session recorded since
+    // belong to frames that never left (written, they would make the redelivered messages undecryptable).
+    holding: () => holds > 0 || discarded,
     discard() {
       discarded = true;
       const dropped = queue.length;
@@ -113,7 +116,7 @@ export function sendFramesAfterCommit(
       return () => {
         if (released) return;
         released = true;
-        if (--holds === 0) {
+        if (--holds === 0 && !discarded) {
           opts.onRelease?.();
           whenDurable(sendQueued);
         }

@@ -141,18 +141,14 @@ export class SessionIngest {
     }
   }
 
-  /** A history sync chunk: contacts, chats and messages in one transaction, then its held frames go. */
+  /** A history sync chunk: contacts, chats and messages in one transaction, then its held frames go (not when it failed). */
   onHistory(h: BaileysEventMap['messaging-history.set']): void {
-    try {
-      this.#storeHistory(h);
-    } finally {
-      // committed (or failed, logged by the session's event handler): the chunk's receipts may go now
-      const hold = this.#historyHolds.shift();
-      if (hold) {
-        clearTimeout(hold.timer);
-        hold.release();
-      }
-    }
+    const hold = this.#historyHolds.shift();
+    if (hold) clearTimeout(hold.timer);
+    // Failed: the error goes to the session's event handler, which drops the held frames (the chunk's receipts) and
+    // reconnects for the redelivery (session-lifecycle.ts `eventsFailed`); the hold is not released.
+    this.#storeHistory(h);
+    hold?.release(); // committed: the chunk's receipts may go now
     if (h.syncType === proto.HistorySync.HistorySyncType.INITIAL_BOOTSTRAP || h.isLatest) this.d.historyDone();
   }
 

@@ -375,7 +375,12 @@ export class SessionLifecycle {
   #holdForDecrypt(): void {
     if (this.#decryptHold || !this.#gate) return;
     const release = this.#gate.hold();
-    const timer = setTimeout(() => this.releaseDecryptHold(), DECRYPT_HOLD_MAX_MS);
+    const timer = setTimeout(() => {
+      // Its message never reached the store (a socket closed in between), or took longer than this: its receipt may
+      // leave before it is stored (docs/durability.md, the open loss under kill -9).
+      this.#log.warn({ decrypted: this.#decryptHold?.decrypted ?? false }, `decrypt hold ended by its ${DECRYPT_HOLD_MAX_MS} ms fallback`);
+      this.releaseDecryptHold();
+    }, DECRYPT_HOLD_MAX_MS);
     this.#decryptHold = {
       decrypted: false,
       release() {
@@ -473,6 +478,28 @@ export class SessionLifecycle {
     }
     this.#setStatus('reconnecting', STORAGE_UNAVAILABLE);
     if (firstOfEpisode) this.#scheduleStorageCheck();
+  }
+
+  /**
+   * Storing the socket's events failed for a reason other than the disk, which `#onCommitFailure` handles (a write
+   * that did not get the database's lock in time, a bug): a message decrypted on the way may be unstored while its
+   * receipt waits in the frame gate. Nothing held may leave — the server keeps what was not receipted and redelivers
+   * it to the next socket — so the held frames are dropped for good and the socket is ended; its close reconnects
+   * with the usual backoff (`#onClose`). A socket already replaced (a commit failure ended it) is left alone.
+   */
+  eventsFailed(sock: WASocket, err: unknown): void {
+    if (this.#sock !== sock || this.#stopped) return;
+    const dropped = this.#gate?.discard() ?? 0;
+    this.releaseDecryptHold();
+    this.#log.error(
+      { err, droppedFrames: dropped },
+      'failed to store session events: the connection is closed without acknowledging them, and reconnects for their redelivery',
+    );
+    try {
+      void Promise.resolve(sock.end(new Error('session events could not be stored'))).catch(() => undefined);
+    } catch {
+      // already closing
+    }
   }
 
   #scheduleStorageCheck(): void {

@@ -28,7 +28,6 @@ import {
   type WAPresence,
   type WASocket,
 } from '@whiskeysockets/baileys';
-import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRow, ConnectionStatus } from '../db/connections.ts';
 import type { Message } from '../db/messages.ts';
@@ -85,7 +84,6 @@ export class Session {
   readonly userId: string;
   /** Incoming calls (call.received / call.ended, rejection). */
   readonly calls: CallBook;
-  readonly #log: Logger;
   readonly #lifecycle: SessionLifecycle;
   /** Contact writes and the LID ↔ PN mapping. */
   readonly #contacts: SessionContacts;
@@ -107,7 +105,6 @@ export class Session {
     this.connectionId = connectionId;
     this.userId = userId;
     const log = deps.logger.child({ connectionId });
-    this.#log = log;
     this.#onContactsUpdate = deps.onContactsUpdate;
     this.#lifecycle = new SessionLifecycle(connection, deps, log, {
       attached: (sock) => {
@@ -119,7 +116,8 @@ export class Session {
           this.#onEvents(sock, events);
         } catch (err) {
           this.#contacts.forget(); // what it remembers may have been rolled back
-          this.#log.error({ err }, 'failed to process session events');
+          // A message of these events may be decrypted and not stored, its receipt waiting in the frame gate.
+          this.#lifecycle.eventsFailed(sock, err);
         }
       },
       opened: (sock) => this.#groups.refresh(sock),

@@ -130,12 +130,28 @@ describe('webhook delivery survives kill -9', () => {
         return undelivered.length === 0 && missing.length === 0 ? true : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 250 },
-    ).catch((err) => {
+    ).catch(async (err) => {
       // What the two sides logged about it: a delivered stanza the client refused (487: "key used already"), a
       // message Baileys could not handle.
-      const notable = (text: string) => text.split('\n').filter((l) => /rejected a delivered|error in handling|decrypt/i.test(l)).slice(0, 5);
+      const notable = (text: string) => text.split('\n').filter((l) => /rejected a delivered|error in handling|decrypt|failed to store session events/i.test(l)).slice(0, 5);
       const logs = [...notable(sandbox.stderr()), ...services.flatMap((s) => notable(s.stderr()))];
-      throw new Error(`${String(err)}: ${diagnosis}; logged: ${logs.join(' | ').slice(0, 3000) || 'nothing notable'}`);
+      // Stored without its `message` event (a history chunk, a failed event append), or not stored at all.
+      const stored = new Map<string, unknown>();
+      for (let before: string | null = null, pages = 0; pages < 20; pages++) {
+        const route: string = `/connections/${c.body.id}/chats/15550101@s.whatsapp.net/messages?limit=500${before ? `&before=${encodeURIComponent(before)}` : ''}`;
+        const page = (await call(base, 'GET', route)).body as { messages?: Array<Record<string, unknown>>; nextBefore?: string | null };
+        for (const m of page.messages ?? []) if (typeof m.text === 'string') stored.set(m.text, { id: m.id, ack: m.ack, timestamp: m.timestamp });
+        if (!page.nextBefore) break;
+        before = page.nextBefore;
+      }
+      // SWITCHBOARD_TEST_KEEP_LOGS=<path prefix>: both sides' whole logs of a failed run, for the hunt (run with
+      // SWITCHBOARD_LOG_LEVEL=info or debug).
+      const keep = process.env.SWITCHBOARD_TEST_KEEP_LOGS;
+      if (keep) fs.writeFileSync(`${keep}-${process.pid}.txt`, [sandbox.stderr(), ...services.map((s) => s.stderr())].join('\n=====\n'));
+      const storedMissing = lostByEngine.map((t) => `${t}: ${stored.has(t) ? `stored ${JSON.stringify(stored.get(t))}` : 'not stored'}`);
+      throw new Error(
+        `${String(err)}: ${diagnosis}; in the messages table: ${storedMissing.slice(0, 5).join(', ')}; logged: ${logs.join(' | ').slice(0, 3000) || 'nothing notable'}`,
+      );
     });
 
     const log = await readLog();
