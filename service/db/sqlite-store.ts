@@ -8,7 +8,7 @@
  */
 import { MESSAGE_REPO_NAMES } from './pg/repos/message-repos.ts';
 import { Serial } from './serial.ts';
-import { runSteps, runStepsNow, stepsOver, stepsOverSync, type Steps } from './steps.ts';
+import { runSteps, runStepsNow, stepsOver, stepsOverSync, type StepRepos, type Steps } from './steps.ts';
 import { openStore, type Store as SyncStore, type StoreOptions } from './store.ts';
 import type { Repos, Store, TxOptions, Work } from './store-api.ts';
 
@@ -157,17 +157,19 @@ export function sqliteStore(sync: SyncStore): Store {
   }
 
   // ---- steps units (steps.ts): synchronous when nothing else runs -------------------------------------------
-  const syncSteps = stepsOverSync(sync as unknown as Record<string, unknown>, REPOS);
-  const insideSteps = stepsOver(inside);
+  // Made on first use: a Store whose callers never run steps (the routes' reads) wraps no repository for them.
+  let syncSteps: StepRepos | undefined;
+  let insideSteps: StepRepos | undefined;
   /**
    * Runs a steps unit: when idle, to its end inside the synchronous store's own `tx`/`ingest` (this call, no Promise
    * per statement); behind running work, as asynchronous work in its turn.
    */
   function runStepsUnit<T>(kind: 'tx' | 'ingest', work: Steps<T>, opts: TxOptions = {}): Promise<T> {
-    if (turns.busy || (kind === 'tx' && opts.relaxed)) return run(kind, () => runSteps(work(insideSteps)), opts);
+    if (turns.busy || (kind === 'tx' && opts.relaxed)) return run(kind, () => runSteps(work((insideSteps ??= stepsOver(inside)))), opts);
+    const steps = (syncSteps ??= stepsOverSync(sync as unknown as Record<string, unknown>, REPOS));
     let result: T;
     try {
-      result = kind === 'tx' ? sync.tx(() => runStepsNow(work(syncSteps))) : sync.ingest(() => runStepsNow(work(syncSteps)));
+      result = kind === 'tx' ? sync.tx(() => runStepsNow(work(steps))) : sync.ingest(() => runStepsNow(work(steps)));
     } catch (err) {
       return Promise.reject(err as Error);
     }

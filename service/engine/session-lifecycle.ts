@@ -453,7 +453,7 @@ export class SessionLifecycle {
    */
   #onCommitFailure(err: Error): void {
     if (this.#stopped) return;
-    const dropped = this.#gate?.discard() ?? 0;
+    const dropped = this.#dropHeld();
     const sock = this.#sock;
     if (!sock && this.#storageRetry) return; // already handled (and re-entered by the status write below failing too)
     const firstOfEpisode = !this.#storageRetry;
@@ -469,13 +469,7 @@ export class SessionLifecycle {
     clearTimeout(this.#connectTimer);
     clearTimeout(this.#reconnectTimer);
     this.#hooks.detached(false);
-    if (sock) {
-      try {
-        void Promise.resolve(sock.end(undefined)).catch(() => undefined);
-      } catch {
-        // already closing
-      }
-    }
+    if (sock) endQuietly(sock);
     this.#setStatus('reconnecting', STORAGE_UNAVAILABLE);
     if (firstOfEpisode) this.#scheduleStorageCheck();
   }
@@ -489,17 +483,22 @@ export class SessionLifecycle {
    */
   eventsFailed(sock: WASocket, err: unknown): void {
     if (this.#sock !== sock || this.#stopped) return;
-    const dropped = this.#gate?.discard() ?? 0;
-    this.releaseDecryptHold();
+    const dropped = this.#dropHeld();
     this.#log.error(
       { err, droppedFrames: dropped },
       'failed to store session events: the connection is closed without acknowledging them, and reconnects for their redelivery',
     );
-    try {
-      void Promise.resolve(sock.end(new Error('session events could not be stored'))).catch(() => undefined);
-    } catch {
-      // already closing
-    }
+    endQuietly(sock, new Error('session events could not be stored'));
+  }
+
+  /**
+   * Drops what the socket's gate holds (frames, and key writes for good) and ends the decrypt hold without its
+   * fallback firing later; returns how many frames were dropped. For a socket about to be ended unacknowledged.
+   */
+  #dropHeld(): number {
+    const dropped = this.#gate?.discard() ?? 0;
+    this.releaseDecryptHold(); // the discarded gate lets nothing go on its release
+    return dropped;
   }
 
   #scheduleStorageCheck(): void {
@@ -655,6 +654,15 @@ export class SessionLifecycle {
  * object in rc14 (lib/Utils/event-buffer.js), and this must run before the socket's first `process.nextTick`.
  * Only event consolidation is lost, and the engine handles each event on its own anyway.
  */
+/** Ends `sock` (with `err` as its close reason), ignoring a socket that is already closing. */
+function endQuietly(sock: WASocket, err?: Error): void {
+  try {
+    void Promise.resolve(sock.end(err)).catch(() => undefined);
+  } catch {
+    // already closing
+  }
+}
+
 function disableEventBuffer(sock: WASocket): void {
   const ev = sock.ev;
   const emit = ev.emit.bind(ev);

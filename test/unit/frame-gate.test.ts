@@ -9,17 +9,16 @@ import { sendFramesAfterCommit } from '../../service/engine/commit-before-receip
 function recordingSocket() {
   const sent: unknown[] = [];
   const socket = { send: (data: unknown, cb?: (err?: Error) => void) => void (sent.push(data), cb?.()) };
-  return { sock: { ws: { socket } } as unknown as WASocket, sent };
+  return { sock: { ws: { socket } } as unknown as WASocket, raw: socket, sent };
 }
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
 describe('the frame gate', () => {
   it('sends frames once durable, keeps them while held, and tells the key store when the last hold ends', async () => {
-    const { sock, sent } = recordingSocket();
+    const { sock, raw, sent } = recordingSocket();
     let released = 0;
     const gate = sendFramesAfterCommit(sock, (send) => send(), { onRelease: () => void released++ });
-    const raw = (sock.ws as unknown as { socket: { send(d: unknown, cb?: () => void): void } }).socket;
     const release = gate.hold();
     raw.send('receipt');
     await turn();
@@ -32,10 +31,9 @@ describe('the frame gate', () => {
   });
 
   it('once discarded sends nothing, and holds the key writes for good: a release no longer lets them go', async () => {
-    const { sock, sent } = recordingSocket();
+    const { sock, raw, sent } = recordingSocket();
     let released = 0;
     const gate = sendFramesAfterCommit(sock, (send) => send(), { onRelease: () => void released++ });
-    const raw = (sock.ws as unknown as { socket: { send(d: unknown, cb?: (err?: Error) => void): void } }).socket;
     const release = gate.hold();
     raw.send('receipt of a message not stored');
     expect(gate.discard()).toBe(1);
